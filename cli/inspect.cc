@@ -1,0 +1,193 @@
+// `posenc inspect CONFIG`: what a model's RoPE does to each pair, and the scalars around it.
+#include <cmath>
+#include <iostream>
+#include <limits>
+#include <numbers>
+#include <optional>
+#include <string>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "commands.h"
+#include "posenc/config.h"
+#include "posenc/error.h"
+#include "posenc/frequencies.h"
+
+namespace posenc::cli {
+namespace {
+
+struct InspectOptions {
+  std::string config;
+  std::string numerics = "precise";
+  std::int64_t seq_len = 0;
+  std::string layer_type;
+  bool json = false;
+};
+
+// Per-pair quantities derived from the frequencies, shared by the table and the JSON.
+struct PairRow {
+  double inv_freq;
+  std::optional<double> wavelength;  // tokens per turn; none for an unrotated pair
+  std::optional<double> rotations;   // r = L / lambda0: turns of the unscaled wavelength over L
+  double weight;
+  std::optional<double> ratio;       // inv_freq / unscaled inv_freq
+  std::string_view treatment;
+};
+
+PairRow pair_row(const Frequencies& f, std::int64_t i, double context) {
+  const auto k = static_cast<std::size_t>(i);
+  PairRow row{f.inv_freq[k], std::nullopt, std::nullopt, f.interpolation_weight[k], std::nullopt,
+              pair_treatment(f, i)};
+  if (f.inv_freq[k] > 0) row.wavelength = 2.0 * std::numbers::pi / f.inv_freq[k];
+  // The YaRN paper's r(d) = L / lambda_d is taken over the unscaled wavelength: it is what decides
+  // how each method treats the pair.
+  if (f.unscaled_inv_freq[k] > 0 && context > 0) {
+    row.rotations = context * f.unscaled_inv_freq[k] / (2.0 * std::numbers::pi);
+  }
+  if (f.unscaled_inv_freq[k] > 0) row.ratio = f.inv_freq[k] / f.unscaled_inv_freq[k];
+  return row;
+}
+
+nlohmann::json optional_json(const std::optional<double>& v) {
+  return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+}
+
+void print_json(const ModelConfig& config, const RopeSpec& spec, const Frequencies& f,
+                const std::vector<std::string>& warnings, double context) {
+  nlohmann::json j;
+  j["source"] = config.source;
+  j["model_type"] = config.model_type;
+  j["rope_type"] = method_name(spec);
+  j["numerics"] = std::string(numerics_name(f.numerics));
+  j["seq_len"] = f.seq_len;
+  j["head_dim"] = spec.head_dim;
+  j["rotary_dim"] = spec.rotary_dim;
+  j["rotary_offset"] = spec.rotary_offset;
+  j["layout"] = std::string(layout_name(spec.layout));
+  j["rope_theta"] = spec.rope_theta;
+  j["factor"] = spec.factor;
+  j["scale_in_effect"] = f.scale;
+  j["base_in_effect"] = f.base;
+  j["original_max_position_embeddings"] = spec.original_max_position_embeddings;
+  j["max_position_embeddings"] = spec.max_position_embeddings;
+  j["extended_context"] = extended_context(spec);
+  j["inv_freq"] = f.inv_freq;
+  j["attention_factor"] = f.attention_factor;
+  j["softmax_scale_multiplier"] = f.softmax_scale_multiplier;
+  if (f.correction_low) j["correction_range"] = {*f.correction_low, *f.correction_high};
+  nlohmann::json pairs = nlohmann::json::array();
+  for (std::int64_t i = 0; i < f.pair_count(); ++i) {
+    const PairRow r = pair_row(f, i, context);
+    pairs.push_back({{"index", i},
+                     {"inv_freq", r.inv_freq},
+                     {"wavelength", optional_json(r.wavelength)},
+                     {"rotations", optional_json(r.rotations)},
+                     {"interpolation_weight", r.weight},
+                     {"ratio_to_unscaled", optional_json(r.ratio)},
+                     {"treatment", std::string(r.treatment)}});
+  }
+  j["pairs"] = std::move(pairs);
+  j["warnings"] = warnings;
+  j["ignored_keys"] = config.ignored_keys;
+  std::vector<std::string> layer_types;
+  for (const auto& [name, unused] : config.layer_specs) layer_types.push_back(name);
+  j["layer_types"] = layer_types;
+  std::cout << j.dump(2) << "\n";
+}
+
+std::string opt(const std::optional<double>& v, const char* format) {
+  return v ? fmt::format(fmt::runtime(format), *v) : std::string("-");
+}
+
+void print_table(const ModelConfig& config, const RopeSpec& spec, const Frequencies& f,
+                 const std::vector<std::string>& warnings, double context) {
+  fmt::print("{}  ({}{})\n", config.source, config.model_type.empty() ? "unknown model_type" : config.model_type,
+             spec.method == Method::kNone ? "" : ", " + method_name(spec));
+  fmt::print("rope_type {}  head_dim {}  rotary_dim {} ({}{})  rope_theta {}  factor {}  numerics {}{}\n",
+             method_name(spec), spec.head_dim, spec.rotary_dim, layout_name(spec.layout),
+             spec.rotary_offset ? fmt::format(", offset {}", spec.rotary_offset) : "", spec.rope_theta,
+             spec.factor, numerics_name(f.numerics),
+             f.seq_len > 0 ? fmt::format("  seq_len {}", f.seq_len) : "");
+  fmt::print("\n{:>5} {:>14} {:>12} {:>11} {:>7} {:>9}  {}\n", "pair", "inv_freq", "wavelength",
+             "r = L/λ₀", "weight", "ratio", "treatment");
+  for (std::int64_t i = 0; i < f.pair_count(); ++i) {
+    const PairRow r = pair_row(f, i, context);
+    fmt::print("{:>5} {:>14.7e} {:>12} {:>10} {:>7.3f} {:>9}  {}\n", i, r.inv_freq,
+               opt(r.wavelength, "{:.2f}"), opt(r.rotations, "{:.3g}"), r.weight,
+               opt(r.ratio, "{:.6f}"), r.treatment);
+  }
+  fmt::print("\nwavelength = 2π/inv_freq in tokens; r = L/λ₀ = turns of the unscaled wavelength over L = {};\n"
+             "weight = how far the pair moved from w towards w/s (0 kept, 1 interpolated); ratio = inv_freq / w\n",
+             context);
+  fmt::print("\nattention factor          {:.10g}   (multiplies cos and sin)\n", f.attention_factor);
+  fmt::print("softmax-scale multiplier  {:.10g}\n", f.softmax_scale_multiplier);
+  if (f.correction_low) {
+    fmt::print("yarn correction range     {:.10g} .. {:.10g}   (pairs below keep w, above get w/s)\n",
+               *f.correction_low, *f.correction_high);
+  }
+  if (spec.method == Method::kDynamic || spec.method == Method::kDynamicYarn || spec.method == Method::kNtk) {
+    fmt::print("in effect                 scale {:.10g}, base {:.10g}\n", f.scale, f.base);
+  }
+  if (spec.method == Method::kLongrope) {
+    fmt::print("longrope factors          {}\n", f.uses_long_factors ? "long (seq_len > original context)" : "short");
+  }
+  fmt::print("original context          {}\n", spec.original_max_position_embeddings > 0
+                                                   ? std::to_string(spec.original_max_position_embeddings)
+                                                   : std::string("- (not set)"));
+  fmt::print("extended context          {}\n", extended_context(spec));
+  if (!config.layer_specs.empty()) {
+    std::string names;
+    for (const auto& [name, unused] : config.layer_specs) names += (names.empty() ? "" : ", ") + name;
+    fmt::print("layer types               {}   (choose with --layer-type)\n", names);
+  }
+  fmt::print("\nwarnings: {}\n", warnings.empty() ? "none" : "");
+  for (const auto& w : warnings) fmt::print("  - {}\n", w);
+}
+
+void run_inspect(const InspectOptions& o) {
+  const ModelConfig config = load_hf_config(o.config);
+  RopeSpec spec = config.spec;
+  if (!o.layer_type.empty()) {
+    const auto it = config.layer_specs.find(o.layer_type);
+    if (it == config.layer_specs.end()) {
+      std::string known;
+      for (const auto& [name, unused] : config.layer_specs) known += (known.empty() ? "" : ", ") + name;
+      throw Error("--layer-type (\"" + o.layer_type + "\") is not a layer type of " + config.source +
+                  (known.empty() ? " (it has a single RoPE setup)" : " (it has: " + known + ")"));
+    }
+    spec = it->second;
+  }
+  const Numerics numerics = parse_numerics(o.numerics, "--numerics");
+  if (o.seq_len < 0) throw Error("--seq-len (" + std::to_string(o.seq_len) + ") must not be negative");
+  const Frequencies f = compute_frequencies(spec, numerics, o.seq_len);
+  // r = L / wavelength is counted over the original context, or the only context the model has.
+  const double context = static_cast<double>(spec.original_max_position_embeddings > 0
+                                                 ? spec.original_max_position_embeddings
+                                                 : spec.max_position_embeddings);
+  if (o.json) {
+    print_json(config, spec, f, config.warnings, context);
+  } else {
+    print_table(config, spec, f, config.warnings, context);
+  }
+}
+
+}  // namespace
+
+void add_inspect(CLI::App& app) {
+  auto opts = std::make_shared<InspectOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "inspect", "Show a model's RoPE per rotated pair: frequency, wavelength, r = L/λ, interpolation "
+                 "weight, ratio to the unscaled frequency; then the attention factor, the "
+                 "softmax-scale multiplier, the contexts and the config's warnings.");
+  cmd->add_option("config", opts->config, "Hugging Face config.json of the model")->required();
+  cmd->add_option("--numerics", opts->numerics, "Numeric convention: precise (float64), hf (transformers' float32) or ggml (llama.cpp's CPU rope)")
+      ->capture_default_str();
+  cmd->add_option("--seq-len", opts->seq_len, "Sequence length (largest position + 1) for methods that depend on it; 0 = at initialisation")
+      ->capture_default_str();
+  cmd->add_option("--layer-type", opts->layer_type, "For configs with one RoPE per layer type (transformers v5): which one");
+  cmd->add_flag("--json", opts->json, "Print one JSON object instead of the table");
+  cmd->callback([opts] { run_inspect(*opts); });
+}
+
+}  // namespace posenc::cli

@@ -1,0 +1,106 @@
+// posenc/spec.h: RopeSpec, what a model asks of its rotary position embedding.
+//
+// A RopeSpec is pure description: dims, base, layout, the scaling method and its parameters,
+// named after Hugging Face's config keys so that the parser is a thin mapping. Frequencies
+// (frequencies.h) turns it into numbers.
+//
+// Notation (docs/DESIGN.md §3): d_h head_dim; D rotary_dim; n = D/2 rotated pairs, i in [0, n);
+// b rope_theta; s factor; L original_max_position_embeddings; L' max_position_embeddings.
+//
+//   head:  [ 0 ... rotary_offset ... rotary_offset + D ... d_h )
+//                    └──── rotated ────┘   (the rest is left untouched)
+//   kHalfSplit:   pair i = (i, i + n)      GPT-NeoX, Llama in Hugging Face
+//   kInterleaved: pair i = (2i, 2i + 1)    GPT-J, RoFormer, llama.cpp's normal mode
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "posenc/defaults.h"
+
+namespace posenc {
+
+// Scaling methods of DESIGN.md §3. The registry key of each is `method_name()`.
+enum class Method {
+  kNone,          // "default": w_i = b^(-2i/D)
+  kLinear,        // "linear": Position Interpolation, w_i / s
+  kNtk,           // "ntk": static NTK-aware, base b * s^(D/(D-2))
+  kDynamic,       // "dynamic": Hugging Face dynamic NTK, base grows with the sequence length
+  kYarn,          // "yarn": ramp blend of w/s and w, attention factor
+  kDynamicYarn,   // "dynamic-yarn": yarn with s = max(1, seq_len / L)
+  kLlama3,        // "llama3": wavelength bands, smooth blend in between
+  kLongrope,      // "longrope": per-pair factors, short or long by sequence length
+  kProportional,  // "proportional": first int(rho * d_h / 2) pairs of a d_h-wide table, / s
+};
+
+enum class Layout { kHalfSplit, kInterleaved };
+
+// Which ramp YaRN blends with. Every implementation (Hugging Face, llama.cpp, vLLM) ramps over
+// the pair index between correction dims; the paper (eq. 18-19) ramps over r = L / lambda.
+enum class YarnRamp { kPairIndex, kPaper };
+
+struct YarnParams {
+  std::optional<double> attention_factor;  // explicit; else derived from mscale / factor
+  std::optional<double> mscale;            // DeepSeek: numerator of the attention factor
+  std::optional<double> mscale_all_dim;    // DeepSeek: denominator, and the softmax multiplier
+  double beta_fast = kYarnBetaFast;        // rotations: pairs above keep w (extrapolate)
+  double beta_slow = kYarnBetaSlow;        // rotations: pairs below get w / s (interpolate)
+  bool truncate = true;                    // floor/ceil the correction dims (gpt-oss: false)
+  double extrapolation_factor = kYarnExtrapolationFactor;  // llama.cpp ext_factor
+  YarnRamp ramp = YarnRamp::kPairIndex;
+};
+
+struct Llama3Params {
+  double low_freq_factor = kLlama3LowFreqFactor;
+  double high_freq_factor = kLlama3HighFreqFactor;
+};
+
+struct LongropeParams {
+  std::vector<double> short_factor;  // n entries, used while seq_len <= L
+  std::vector<double> long_factor;   // n entries, used once seq_len > L
+  std::optional<double> attention_factor;
+};
+
+struct RopeSpec {
+  Method method = Method::kNone;
+  std::int64_t head_dim = 0;       // d_h
+  std::int64_t rotary_dim = 0;     // D: even, rotary_offset + D <= d_h
+  std::int64_t rotary_offset = 0;  // first rotated dim of each head
+  Layout layout = Layout::kHalfSplit;
+  double rope_theta = kDefaultRopeTheta;  // b
+  double factor = kDefaultFactor;         // s
+  std::int64_t original_max_position_embeddings = 0;  // L; 0 when the model has none
+  std::int64_t max_position_embeddings = 0;           // L'; 0 when unknown
+  double partial_rotary_factor = 1.0;  // rho; used by proportional (its D is d_h)
+  YarnParams yarn;
+  Llama3Params llama3;
+  LongropeParams longrope;
+};
+
+// Registry names: "default", "linear", "ntk", "dynamic", "yarn", "dynamic-yarn", "llama3",
+// "longrope", "proportional". `method_name` of a yarn spec with the paper's ramp is "yarn-paper".
+std::string method_name(const RopeSpec& spec);
+std::string_view method_name(Method method);
+
+// Parses a method name: the names above, "none" for "default", "yarn-paper", and the legacy
+// Hugging Face names "su" and "longrope" (LongRoPE), "dynamic_yarn". Sets spec.method (and
+// spec.yarn.ramp for "yarn-paper"). Throws Error naming `field` and the value when unknown.
+void set_method(RopeSpec& spec, std::string_view name, std::string_view field = "rope_type");
+
+std::string_view layout_name(Layout layout);  // "half-split" or "interleaved"
+
+// Checks every field the method uses. Throws Error naming the field, its value and the rule
+// (e.g. "yarn: beta_fast (0.5) must be greater than beta_slow (1)"). Returns warnings for legal
+// but suspicious input (factor below 1, a factor that disagrees with L' / L, ...).
+std::vector<std::string> validate(const RopeSpec& spec);
+
+// Number of rotated pairs n = D / 2 (the length of Frequencies::inv_freq).
+inline std::int64_t pair_count(const RopeSpec& spec) { return spec.rotary_dim / 2; }
+
+// The context the scaled model is meant to reach: L' when set, else s * L (or L).
+std::int64_t extended_context(const RopeSpec& spec);
+
+}  // namespace posenc

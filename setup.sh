@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# posenc set-up on Debian 12: installs what is missing (Debian packages only), builds, and runs.
+#
+#   ./setup.sh run    build (Release, g++) and run the main job: posenc inspect on a real config
+#   ./setup.sh test   build (Release, g++) and run the whole test suite with ctest
+#   ./setup.sh asan   build with clang++ under AddressSanitizer + UndefinedBehaviorSanitizer, test
+#   ./setup.sh clang  build with clang++ (Release) and test
+#
+# Nothing is downloaded except Debian packages through apt.
+set -euo pipefail
+cd "$(dirname "$0")"
+
+mode=${1:-run}
+packages=(cmake ninja-build g++ nlohmann-json3-dev libcli11-dev libfmt-dev libhwy-dev
+          libgtest-dev libgmock-dev libbenchmark-dev)
+case "$mode" in
+  asan|clang) packages+=(clang libclang-rt-14-dev) ;;
+  run|test) ;;
+  *) echo "usage: ./setup.sh run|test|asan|clang" >&2; exit 2 ;;
+esac
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing ${missing[*]}" >&2
+  sudo=""
+  [ "$(id -u)" -ne 0 ] && sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+fi
+
+case "$mode" in
+  run)
+    cmake --workflow --preset release >&2
+    ./build/release/cli/posenc inspect examples/configs/llama-3.1-8b.json
+    ;;
+  test) cmake --workflow --preset test ;;
+  asan) cmake --workflow --preset asan ;;
+  clang) cmake --workflow --preset clang ;;
+esac

@@ -1,0 +1,545 @@
+// Hugging Face config.json -> RopeSpec (config.h; DESIGN.md §2 and §6): the JSON text, the top
+// level and the model families. One RoPE dict is read by config_rope.cc.
+//
+// Reference semantics: transformers' modeling_rope_utils.py and configuration_utils.py (v4
+// `rope_scaling`; v5 RotaryEmbeddingConfigMixin's `convert_rope_params_to_dict` and
+// `nested_rope_parameter_keys`), plus each family's config class for head_dim, rotary_dim and
+// their defaults.
+#include "posenc/config.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <set>
+#include <string>
+#include <utility>
+
+#include "config_internal.h"
+#include "format.h"
+#include "posenc/error.h"
+
+namespace posenc {
+namespace detail {
+namespace {
+
+constexpr std::size_t kShowLimit = 60;  // characters of a value quoted in a message
+
+// Cut short at two levels and about kShowLimit characters, so that a huge or deeply nested value
+// neither floods a message nor recurses deeply (the parser is fuzzed).
+void render(const json& v, std::string& out, int depth) {
+  if (v.is_array() || v.is_object()) {
+    out += v.is_object() ? '{' : '[';
+    std::size_t i = 0;
+    for (auto it = v.begin(); it != v.end(); ++it, ++i) {
+      if (i > 0) out += ", ";
+      if (depth >= 2 || out.size() > kShowLimit) {
+        out += "...";
+        break;
+      }
+      if (v.is_object()) {
+        out += json(it.key()).dump(-1, ' ', false, json::error_handler_t::replace) + ": ";
+      }
+      render(*it, out, depth + 1);
+    }
+    out += v.is_object() ? '}' : ']';
+  } else if (v.is_number_float() && !std::isfinite(v.get<double>())) {
+    out += num(v.get<double>());  // nlohmann would print null
+  } else {
+    out += v.dump(-1, ' ', false, json::error_handler_t::replace);
+  }
+}
+
+}  // namespace
+
+std::string show(const json& value) {
+  std::string out;
+  render(value, out, 0);
+  if (out.size() > 2 * kShowLimit) {
+    out.resize(2 * kShowLimit);
+    out += "...";
+  }
+  return out;
+}
+
+std::vector<std::string> Fields::unread() const {
+  std::vector<std::string> keys;
+  for (auto it = obj_.begin(); it != obj_.end(); ++it) {
+    if (!was_read(it.key())) keys.push_back(it.key());
+  }
+  return keys;
+}
+
+void Fields::fail(const std::string& key, const json& value, const std::string& expected) const {
+  ctx_.fail(name(key) + " (" + show(value) + ") " + expected);
+}
+
+const json* Fields::get(const std::string& key) {
+  read_.insert(key);
+  const auto it = obj_.find(key);
+  return it == obj_.end() || it->is_null() ? nullptr : &*it;
+}
+
+std::optional<double> Fields::number(const std::string& key) {
+  const json* v = get(key);
+  if (!v) return std::nullopt;
+  if (!v->is_number()) fail(key, *v, "must be a number");
+  return v->get<double>();  // finite: nlohmann refuses a literal that overflows a double
+}
+
+std::optional<std::int64_t> Fields::integer(const std::string& key) {
+  const json* v = get(key);
+  if (!v) return std::nullopt;
+  const std::string expected = "must be a positive integer";
+  if (v->is_number_unsigned()) {  // nlohmann stores every non-negative integer literal so
+    const auto u = v->get<std::uint64_t>();
+    if (u == 0) fail(key, *v, expected);
+    if (u > static_cast<std::uint64_t>(INT64_MAX)) fail(key, *v, expected + " below 2^63");
+    return static_cast<std::int64_t>(u);
+  }
+  if (!v->is_number_float()) fail(key, *v, expected);  // negative integers land here too
+  const double d = v->get<double>();
+  if (!(d >= 1 && std::trunc(d) == d)) fail(key, *v, expected);
+  if (!(d < 0x1p63)) fail(key, *v, expected + " below 2^63");
+  const auto i = static_cast<std::int64_t>(d);
+  ctx_.warn(name(key) + " field must be an integer, got " + show(*v) + "; used as " +
+            std::to_string(i));
+  return i;
+}
+
+std::int64_t Fields::required_integer(const std::string& key, const std::string& why) {
+  if (auto v = integer(key)) return *v;
+  if (contains(key)) fail(key, obj_.at(key), "must be a positive integer");
+  ctx_.fail(name(key) + " is missing; it is required " + why);
+}
+
+std::optional<bool> Fields::boolean(const std::string& key) {
+  const json* v = get(key);
+  if (v && !v->is_boolean()) fail(key, *v, "must be true or false");
+  return v ? std::optional<bool>(v->get<bool>()) : std::nullopt;
+}
+
+std::optional<std::string> Fields::string(const std::string& key) {
+  const json* v = get(key);
+  if (v && !v->is_string()) fail(key, *v, "must be a string");
+  return v ? std::optional<std::string>(v->get<std::string>()) : std::nullopt;
+}
+
+const json* Fields::dict(const std::string& key) {
+  const json* v = get(key);
+  if (v && !v->is_object()) fail(key, *v, "must be an object or null");
+  return v;
+}
+
+std::vector<double> Fields::number_list(const std::string& key) {
+  const json* v = get(key);
+  if (!v || !v->is_array()) fail(key, v ? *v : json(), "must be a list of numbers");
+  std::vector<double> out;
+  out.reserve(v->size());
+  for (std::size_t i = 0; i < v->size(); ++i) {
+    const json& x = (*v)[i];
+    if (!x.is_number()) fail(key + "[" + std::to_string(i) + "]", x, "must be a number");
+    out.push_back(x.get<double>());
+  }
+  return out;
+}
+
+}  // namespace detail
+
+namespace {
+
+using detail::Context;
+using detail::Family;
+using detail::Fields;
+using detail::json;
+using detail::num;
+using detail::Prf;
+using detail::show;
+
+struct FamilyInfo {
+  std::string_view model_type;
+  Family family;
+  double default_prf;  // the config class's partial_rotary_factor (GPT-NeoX: rotary_pct)
+  std::string_view config_class;
+};
+
+// Model types whose transformers class does not simply rotate the whole head, with the class's
+// default for the fraction rotated (PhiConfig `kwargs.setdefault("partial_rotary_factor", 0.5)`,
+// StableLmConfig 0.25, GPTNeoXConfig `rotary_pct=0.25`, ...). Any other type is Llama-like.
+constexpr FamilyInfo kFamilies[] = {
+    {"phi", Family::kPartial, 0.5, "PhiConfig"},
+    {"phi3", Family::kPartial, 1.0, "Phi3Config"},
+    {"phimoe", Family::kPartial, 1.0, "PhimoeConfig"},
+    {"stablelm", Family::kPartial, 0.25, "StableLmConfig"},
+    {"persimmon", Family::kPartial, 0.5, "PersimmonConfig"},
+    {"glm", Family::kPartial, 0.5, "GlmConfig"},
+    {"glm4", Family::kPartial, 0.5, "Glm4Config"},
+    {"glm4_moe", Family::kPartial, 0.5, "Glm4MoeConfig"},
+    {"chatglm", Family::kPartial, 1.0, "ChatGLMConfig"},
+    {"nemotron", Family::kPartial, 0.5, "NemotronConfig"},
+    {"qwen3_next", Family::kPartial, 0.25, "Qwen3NextConfig"},
+    {"gpt_neox", Family::kGptNeox, 0.25, "GPTNeoXConfig"},
+    {"gpt_neox_japanese", Family::kGptNeox, 1.0, "GPTNeoXJapaneseConfig"},
+    {"gptj", Family::kGptj, 1.0, "GPTJConfig"},
+    {"codegen", Family::kGptj, 1.0, "CodeGenConfig"},
+    {"deepseek_v2", Family::kDeepseek, 1.0, "DeepseekV2Config"},
+    {"deepseek_v3", Family::kDeepseek, 1.0, "DeepseekV3Config"},
+};
+
+constexpr FamilyInfo kLlamaLike = {"", Family::kLlama, 1.0, ""};
+
+// GPTJConfig and CodeGenConfig: `rotary_dim=64`.
+constexpr std::int64_t kGptjDefaultRotaryDim = 64;
+
+const FamilyInfo& find_family(std::string_view model_type) {
+  for (const FamilyInfo& f : kFamilies) {
+    if (f.model_type == model_type) return f;
+  }
+  return kLlamaLike;
+}
+
+bool mentions_rope(std::string key) {
+  for (char& c : key) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return key.find("rope") != std::string::npos || key.find("rotary") != std::string::npos;
+}
+
+// Values equal as transformers would compare them (8 == 8.0); nested containers never match.
+bool same_value(const json& a, const json& b) {
+  if (a.is_number() && b.is_number()) return a.get<double>() == b.get<double>();
+  if (a.is_primitive() && b.is_primitive()) return a == b;
+  if (!a.is_array() || !b.is_array() || a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (!a[i].is_primitive() || !b[i].is_primitive() || !same_value(a[i], b[i])) return false;
+  }
+  return true;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The top level
+
+class ConfigParser {
+ public:
+  ConfigParser(const json& root, std::string source)
+      : ctx_{std::move(source), {}}, top_(root, "", ctx_) {}
+
+  ModelConfig parse() {
+    ModelConfig out;
+    out.source = ctx_.source;
+    out.model_type = top_.string("model_type").value_or("");
+    const FamilyInfo& family = find_family(out.model_type);
+    sh_.model_type = out.model_type;
+    sh_.family = family.family;
+    read_dims(family);
+    read_rope(out);
+    for (auto it = top_.object().begin(); it != top_.object().end(); ++it) {
+      if (top_.was_read(it.key())) continue;
+      if (mentions_rope(it.key())) {
+        const std::string family_note =
+            out.model_type.empty() ? "" : " for model_type \"" + out.model_type + "\"";
+        ctx_.warn(it.key() + " (" + show(it.value()) + ") is not a RoPE key posenc understands" +
+                  family_note + "; it was not applied");
+      } else {
+        out.ignored_keys.push_back(it.key());  // sorted: nlohmann objects are std::maps
+      }
+    }
+    out.warnings = std::move(ctx_.warnings);
+    return out;
+  }
+
+ private:
+  void read_dims(const FamilyInfo& family) {
+    RopeSpec& b = sh_.base;
+    const std::string quoted_type = "for model_type \"" + sh_.model_type + "\"";
+    if (sh_.family == Family::kDeepseek) {
+      // DeepseekV3Config: head_dim = qk_rope_head_dim, all of it rotated, pairs (2i, 2i + 1)
+      // unless rope_interleave is false (apply_rotary_pos_emb_interleave).
+      b.head_dim = top_.required_integer("qk_rope_head_dim", quoted_type);
+      sh_.fixed_rotary_dim = b.head_dim;
+      sh_.fixed_rotary_key = "qk_rope_head_dim";
+      b.layout = top_.boolean("rope_interleave").value_or(true) ? Layout::kInterleaved
+                                                                : Layout::kHalfSplit;
+    } else {
+      const bool gptj = sh_.family == Family::kGptj;
+      // GPTJConfig.attribute_map: hidden_size -> n_embd, num_attention_heads -> n_head.
+      const std::string hidden = gptj && top_.contains("n_embd") ? "n_embd" : "hidden_size";
+      const std::string heads = gptj && top_.contains("n_head") ? "n_head" : "num_attention_heads";
+      if (auto head_dim = top_.integer("head_dim")) {
+        b.head_dim = *head_dim;
+      } else {
+        const std::int64_t h = top_.required_integer(hidden, "when head_dim is not set");
+        const std::int64_t n = top_.required_integer(heads, "when head_dim is not set");
+        if (h % n != 0) {
+          ctx_.fail(hidden + " (" + std::to_string(h) + ") must be divisible by " + heads + " (" +
+                    std::to_string(n) + ") to give head_dim");
+        }
+        b.head_dim = h / n;
+      }
+      if (gptj) {
+        b.layout = Layout::kInterleaved;  // rotate_every_two
+        sh_.fixed_rotary_key = "rotary_dim";
+        if (!top_.contains("rotary_dim")) {
+          sh_.fixed_rotary_dim = kGptjDefaultRotaryDim;
+          ctx_.warn("rotary_dim is not set: " + std::string(family.config_class) + "'s default " +
+                    std::to_string(kGptjDefaultRotaryDim) + " is used");
+        } else {
+          // GPTJAttention: a null rotary_dim rotates the whole head.
+          sh_.fixed_rotary_dim = top_.integer("rotary_dim").value_or(b.head_dim);
+        }
+      }
+    }
+    const std::string max_key = sh_.family == Family::kGptj && top_.contains("n_positions")
+                                    ? "n_positions"
+                                    : "max_position_embeddings";
+    b.max_position_embeddings = top_.integer(max_key).value_or(0);
+    sh_.top_original = top_.integer("original_max_position_embeddings");
+
+    if (sh_.family == Family::kGptNeox) {
+      // GPTNeoXConfig: rope_theta = rotary_emb_base, partial_rotary_factor = rotary_pct.
+      b.rope_theta = preferred("rotary_emb_base", "rope_theta").value_or(kDefaultRopeTheta);
+      std::string key = "rotary_pct";
+      auto pct = preferred(key, "partial_rotary_factor");
+      if (!top_.get(key) && pct) key = "partial_rotary_factor";
+      if (!pct) {
+        pct = family.default_prf;
+        if (family.default_prf != 1.0) {
+          ctx_.warn("rotary_pct is not set: " + std::string(family.config_class) + "'s default " +
+                    num(family.default_prf) + " is used");
+        }
+      }
+      sh_.top_prf = Prf{*pct, key};
+      return;
+    }
+    b.rope_theta = top_.number("rope_theta").value_or(kDefaultRopeTheta);
+    if (auto prf = top_.number("partial_rotary_factor")) {
+      sh_.top_prf = Prf{*prf, "partial_rotary_factor"};
+    } else if (sh_.family == Family::kPartial && family.default_prf != 1.0) {
+      sh_.top_prf = Prf{family.default_prf, "partial_rotary_factor"};
+      ctx_.warn("partial_rotary_factor is not set: " + std::string(family.config_class) +
+                "'s default " + num(family.default_prf) + " is used");
+    }
+  }
+
+  // `key`, else `alias`; warns when both are set and differ.
+  std::optional<double> preferred(const std::string& key, const std::string& alias) {
+    const auto first = top_.number(key);
+    const auto second = top_.number(alias);
+    if (first && second && *first != *second) {
+      ctx_.warn(key + " (" + num(*first) + ") and " + alias + " (" + num(*second) + ") disagree; " +
+                key + " is used");
+    }
+    return first ? first : second;
+  }
+
+  void read_rope(ModelConfig& out) {
+    const json* scaling = top_.dict("rope_scaling");
+    const json* params = top_.dict("rope_parameters");
+    if (params && params->empty()) params = nullptr;
+    // transformers v5 `convert_rope_params_to_dict`: `rope_scaling or rope_parameters`, so a
+    // non-empty rope_scaling wins; say so when a rope_parameters beside it says otherwise.
+    if (!params || (scaling && !scaling->empty())) {
+      out.spec = detail::read_rope_dict(ctx_, sh_, scaling, "rope_scaling", false, false);
+      if (params) warn_if_disagree(*params, *scaling, "rope_parameters", "rope_scaling");
+      return;
+    }
+    std::string chosen = "rope_parameters";
+    const json* chosen_dict = params;
+    if (!is_nested(*params)) {
+      out.spec = detail::read_rope_dict(ctx_, sh_, params, chosen, true, false);
+    } else {
+      read_layer_types(*params);
+      for (auto it = params->begin(); it != params->end(); ++it) {
+        const std::string path = "rope_parameters." + it.key();
+        if (it->is_null()) {
+          ctx_.warn(path + " is null: layers of type \"" + it.key() + "\" use no RoPE");
+          continue;
+        }
+        out.layer_specs.emplace(it.key(),
+                                detail::read_rope_dict(ctx_, sh_, &*it, path, true, true));
+      }
+      if (out.layer_specs.empty()) {
+        ctx_.fail("rope_parameters (" + show(*params) + ") gives no layer type a RoPE");
+      }
+      auto full = out.layer_specs.find("full_attention");
+      if (full == out.layer_specs.end()) full = out.layer_specs.begin();  // first by name
+      out.spec = full->second;
+      chosen += "." + full->first;
+      chosen_dict = &params->at(full->first);
+    }
+    if (scaling) warn_if_disagree(*scaling, *chosen_dict, "rope_scaling", chosen);
+  }
+
+  // Per-layer-type dicts: some value is an object (a flat dict never holds one), or some key is
+  // listed in layer_types (RotaryEmbeddingConfigMixin.nested_rope_parameter_keys). A layer type
+  // may be null: its layers have no RoPE.
+  bool is_nested(const json& params) const {
+    std::set<std::string> listed;
+    const auto types = top_.object().find("layer_types");
+    if (types != top_.object().end() && types->is_array()) {
+      for (const json& t : *types) {
+        if (t.is_string()) listed.insert(t.get<std::string>());
+      }
+    }
+    bool nested = false;
+    for (auto it = params.begin(); it != params.end(); ++it) {
+      nested = nested || it->is_object() || listed.count(it.key()) > 0;
+    }
+    if (!nested) return false;
+    for (auto it = params.begin(); it != params.end(); ++it) {
+      if (!it->is_object() && !it->is_null()) {
+        const std::string key = "rope_parameters." + it.key();
+        ctx_.fail("rope_parameters mixes per-layer-type dicts with RoPE parameters: " + key + " (" +
+                  show(*it) + ") must be an object or null");
+      }
+    }
+    return true;
+  }
+
+  // v5 nests rope_parameters under the names in `layer_types`
+  // (RotaryEmbeddingConfigMixin.nested_rope_parameter_keys): say so when the two differ.
+  void read_layer_types(const json& params) {
+    const json* types = top_.get("layer_types");
+    if (!types) return;
+    if (!types->is_array()) top_.fail("layer_types", *types, "must be a list of strings");
+    std::set<std::string> listed;
+    for (std::size_t i = 0; i < types->size(); ++i) {
+      const json& t = (*types)[i];
+      if (!t.is_string()) {
+        top_.fail("layer_types[" + std::to_string(i) + "]", t, "must be a string");
+      }
+      listed.insert(t.get<std::string>());
+    }
+    for (auto it = params.begin(); it != params.end(); ++it) {
+      if (!listed.count(it.key())) {
+        ctx_.warn("rope_parameters." + it.key() + " names no entry of layer_types");
+      }
+    }
+    for (const std::string& t : listed) {
+      if (!params.contains(t)) {
+        ctx_.warn("layer_types lists \"" + t + "\", absent from rope_parameters");
+      }
+    }
+  }
+
+  // Both dicts present: the one not used deserves a warning when it says otherwise.
+  void warn_if_disagree(const json& other_dict, const json& chosen_dict, const std::string& other_name,
+                        const std::string& chosen) {
+    std::string diffs;
+    for (auto it = other_dict.begin(); it != other_dict.end(); ++it) {
+      auto other = chosen_dict.find(it.key());
+      if (other == chosen_dict.end() && it.key() == "type") other = chosen_dict.find("rope_type");
+      if (other == chosen_dict.end() && it.key() == "rope_type") other = chosen_dict.find("type");
+      if (other != chosen_dict.end() && same_value(*it, *other)) continue;
+      // v5 copies the top-level rope_theta and partial_rotary_factor into rope_parameters.
+      if (other == chosen_dict.end() && (it.key() == "rope_theta" || it.key() == "partial_rotary_factor")) continue;
+      diffs += (diffs.empty() ? "" : ", ") + it.key() + " " + show(*it) + " vs " +
+               (other == chosen_dict.end() ? std::string("absent") : show(*other));
+    }
+    if (!diffs.empty()) {
+      ctx_.warn(other_name + " and " + chosen + " disagree (" + diffs + "); " + chosen + " is used");
+    }
+  }
+
+  Context ctx_;
+  Fields top_;
+  detail::Shared sh_;
+};
+
+// ---------------------------------------------------------------------------------------------
+// JSON text
+
+// Strips nlohmann's "[json.exception.parse_error.101] " tag.
+std::string json_message(const char* what) {
+  std::string_view m(what);
+  if (m.rfind("[json.exception.", 0) == 0) {
+    const auto end = m.find("] ");
+    if (end != std::string_view::npos) m.remove_prefix(end + 2);
+  }
+  return std::string(m);
+}
+
+// Finds where a parse fails: nlohmann's number-overflow error (out_of_range.406) carries no
+// position, but the SAX interface is told it.
+class ErrorLocator : public nlohmann::json_sax<json> {
+ public:
+  std::size_t position = 0;
+  bool null() override { return true; }
+  bool boolean(bool) override { return true; }
+  bool number_integer(number_integer_t) override { return true; }
+  bool number_unsigned(number_unsigned_t) override { return true; }
+  bool number_float(number_float_t, const string_t&) override { return true; }
+  bool string(string_t&) override { return true; }
+  bool binary(binary_t&) override { return true; }
+  bool start_object(std::size_t) override { return true; }
+  bool key(string_t&) override { return true; }
+  bool end_object() override { return true; }
+  bool start_array(std::size_t) override { return true; }
+  bool end_array() override { return true; }
+  bool parse_error(std::size_t pos, const std::string&, const json::exception&) override {
+    position = pos;
+    return false;
+  }
+};
+
+std::string line_column(std::string_view text, std::size_t byte) {
+  byte = std::min(byte, text.size());
+  std::size_t line = 1, line_start = 0;
+  for (std::size_t i = 0; i < byte; ++i) {
+    if (text[i] == '\n') {
+      ++line;
+      line_start = i + 1;
+    }
+  }
+  return "line " + std::to_string(line) + ", column " + std::to_string(byte - line_start) +
+         " (byte " + std::to_string(byte) + ")";
+}
+
+json parse_json(std::string_view text, const std::string& source) {
+  try {
+    return json::parse(text);
+  } catch (const json::parse_error& e) {
+    // nlohmann's message names the line and column.
+    throw Error(source + ": malformed JSON: " + json_message(e.what()) + " (byte " +
+                std::to_string(e.byte) + ")");
+  } catch (const json::exception& e) {
+    ErrorLocator locator;
+    try {
+      json::sax_parse(text, &locator);
+    } catch (const json::exception&) {
+    }
+    throw Error(source + ": malformed JSON at " + line_column(text, locator.position) + ": " +
+                json_message(e.what()));
+  }
+}
+
+}  // namespace
+
+ModelConfig parse_hf_config(std::string_view json_text, std::string_view source) {
+  const std::string name(source);
+  const json root = parse_json(json_text, name);
+  if (!root.is_object()) {
+    throw Error(name + ": the top level (" + show(root) + ") must be a JSON object");
+  }
+  return ConfigParser(root, name).parse();
+}
+
+ModelConfig load_hf_config(const std::filesystem::path& path) {
+  const auto fail = [&path](int err) {
+    throw Error("cannot read " + path.string() + ": " + std::strerror(err));
+  };
+  errno = 0;
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(std::fopen(path.c_str(), "rb"),
+                                                       &std::fclose);
+  if (!file) fail(errno);
+  std::string text;
+  char buffer[1 << 16];
+  std::size_t n = 0;
+  while ((n = std::fread(buffer, 1, sizeof buffer, file.get())) > 0) text.append(buffer, n);
+  if (std::ferror(file.get())) fail(errno);
+  return parse_hf_config(text, path.string());
+}
+
+}  // namespace posenc

@@ -1,0 +1,76 @@
+// compute_frequencies: RopeSpec -> Frequencies in one of the three numeric conventions.
+#include "posenc/frequencies.h"
+
+#include <cmath>
+#include <utility>
+
+#include "methods.h"
+#include "posenc/error.h"
+
+namespace posenc {
+namespace {
+
+Frequencies from_result(const RopeSpec& spec, Numerics numerics, std::int64_t seq_len,
+                        detail::MethodResult r) {
+  Frequencies f;
+  f.numerics = numerics;
+  f.spec = spec;
+  f.seq_len = seq_len;
+  f.inv_freq = std::move(r.inv_freq);
+  f.unscaled_inv_freq = std::move(r.unscaled_inv_freq);
+  f.interpolation_weight = std::move(r.interpolation_weight);
+  f.attention_factor = r.attention_factor;
+  f.softmax_scale_multiplier = r.softmax_scale_multiplier;
+  f.scale = r.scale;
+  f.base = r.base;
+  f.correction_low = r.correction_low;
+  f.correction_high = r.correction_high;
+  f.uses_long_factors = r.uses_long_factors;
+  return f;
+}
+
+}  // namespace
+
+Frequencies compute_frequencies(const RopeSpec& spec, Numerics numerics, std::int64_t seq_len) {
+  if (seq_len < 0) {
+    throw Error("seq_len (" + std::to_string(seq_len) + ") must not be negative");
+  }
+  validate(spec);
+  const detail::MethodFn method = detail::find_method(method_name(spec.method));
+  switch (numerics) {
+    case Numerics::kPrecise: return from_result(spec, numerics, seq_len, method(spec, seq_len, false));
+    case Numerics::kHf: {
+      Frequencies f = from_result(spec, numerics, seq_len, method(spec, seq_len, true));
+      // transformers keeps attention_scaling as a Python float and multiplies the float32 cos/sin
+      // by it, which rounds it to float32 first.
+      f.attention_factor = static_cast<float>(f.attention_factor);
+      return f;
+    }
+    case Numerics::kGgml: {
+      // The angles are ggml's; the per-pair weights and DeepSeek's softmax multiplier are
+      // properties of the method, not of ggml's arithmetic, so they come from the precise path.
+      Frequencies precise = from_result(spec, numerics, seq_len, method(spec, seq_len, false));
+      Frequencies f = frequencies_from_ggml(ggml_params_from_spec(spec, seq_len));
+      f.spec = spec;
+      f.seq_len = seq_len;
+      f.interpolation_weight = std::move(precise.interpolation_weight);
+      f.softmax_scale_multiplier = precise.softmax_scale_multiplier;
+      f.scale = precise.scale;
+      f.base = static_cast<double>(f.ggml->freq_base);
+      f.uses_long_factors = precise.uses_long_factors;
+      return f;
+    }
+  }
+  throw Error("numerics (" + std::to_string(static_cast<int>(numerics)) + ") is not a convention");
+}
+
+std::string_view pair_treatment(const Frequencies& freqs, std::int64_t pair) {
+  const auto i = static_cast<std::size_t>(pair);
+  if (freqs.inv_freq.at(i) == 0.0) return "unrotated";
+  const double w = freqs.interpolation_weight.at(i);
+  if (freqs.inv_freq[i] == freqs.unscaled_inv_freq.at(i) || std::abs(w) < 1e-9) return "kept";
+  if (w >= 1.0 - 1e-9) return "interpolated";
+  return "blended";
+}
+
+}  // namespace posenc

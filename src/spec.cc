@@ -1,0 +1,256 @@
+// RopeSpec: method names and validation (DESIGN.md §3 and §6).
+#include "posenc/spec.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <string>
+#include <utility>
+
+#include "format.h"
+#include "posenc/error.h"
+
+namespace posenc {
+namespace {
+
+using detail::num;
+
+constexpr std::array<std::pair<Method, std::string_view>, 9> kMethodNames = {{
+    {Method::kNone, "default"},
+    {Method::kLinear, "linear"},
+    {Method::kNtk, "ntk"},
+    {Method::kDynamic, "dynamic"},
+    {Method::kYarn, "yarn"},
+    {Method::kDynamicYarn, "dynamic-yarn"},
+    {Method::kLlama3, "llama3"},
+    {Method::kLongrope, "longrope"},
+    {Method::kProportional, "proportional"},
+}};
+
+bool finite_positive(double v) { return std::isfinite(v) && v > 0; }
+
+bool uses_factor(Method m) {
+  return m == Method::kLinear || m == Method::kNtk || m == Method::kDynamic ||
+         m == Method::kYarn || m == Method::kLlama3 || m == Method::kProportional;
+}
+
+// Collects the checks of one spec; `fail` throws with the method's name in front.
+class Checker {
+ public:
+  explicit Checker(const RopeSpec& spec) : prefix_(method_name(spec)) {}
+
+  [[noreturn]] void fail(const std::string& what) const { throw Error(prefix_ + ": " + what); }
+  void warn(const std::string& what) { warnings_.push_back(prefix_ + ": " + what); }
+
+  void positive(std::string_view field, double v) {
+    if (!finite_positive(v)) fail(std::string(field) + " (" + num(v) + ") must be a finite number greater than 0");
+  }
+  void positive_int(std::string_view field, std::int64_t v) {
+    if (v <= 0) fail(std::string(field) + " (" + std::to_string(v) + ") must be a positive integer");
+  }
+  void finite(std::string_view field, double v) {
+    if (!std::isfinite(v)) fail(std::string(field) + " (" + num(v) + ") must be a finite number");
+  }
+
+  std::vector<std::string> take_warnings() { return std::move(warnings_); }
+
+ private:
+  std::string prefix_;
+  std::vector<std::string> warnings_;
+};
+
+void check_dims(const RopeSpec& s, Checker& c) {
+  c.positive_int("head_dim", s.head_dim);
+  if (s.rotary_dim <= 0 || s.rotary_dim % 2 != 0) {
+    c.fail("rotary_dim (" + std::to_string(s.rotary_dim) + ") must be a positive even number");
+  }
+  if (s.rotary_offset < 0) {
+    c.fail("rotary_offset (" + std::to_string(s.rotary_offset) + ") must not be negative");
+  }
+  if (s.rotary_dim > s.head_dim - s.rotary_offset) {  // rotary_offset + rotary_dim > head_dim
+    c.fail("rotary_offset + rotary_dim (" + std::to_string(s.rotary_offset) + " + " +
+           std::to_string(s.rotary_dim) + ") must not exceed head_dim (" +
+           std::to_string(s.head_dim) + ")");
+  }
+  if (!(std::isfinite(s.rope_theta) && s.rope_theta > 1)) {
+    c.fail("rope_theta (" + num(s.rope_theta) + ") must be a finite number greater than 1");
+  }
+  if (s.max_position_embeddings < 0) {
+    c.positive_int("max_position_embeddings", s.max_position_embeddings);
+  }
+  if (s.original_max_position_embeddings < 0) {
+    c.positive_int("original_max_position_embeddings", s.original_max_position_embeddings);
+  }
+  // Contexts are counted in int64 and positions in float: keep s * L far from overflow.
+  if (std::isfinite(s.factor) && s.factor * static_cast<double>(s.original_max_position_embeddings) > 0x1p53) {
+    c.fail("factor (" + num(s.factor) + ") times original_max_position_embeddings (" +
+           std::to_string(s.original_max_position_embeddings) + ") exceeds 2^53 positions");
+  }
+}
+
+void check_factor(const RopeSpec& s, Checker& c) {
+  c.positive("factor", s.factor);
+  if (s.factor < 1) {
+    c.warn("factor (" + num(s.factor) +
+           ") is below 1: positions are compressed rather than the context extended "
+           "(transformers expects a float >= 1)");
+  }
+}
+
+void check_yarn(const RopeSpec& s, Checker& c) {
+  const YarnParams& y = s.yarn;
+  c.positive_int("original_max_position_embeddings", s.original_max_position_embeddings);
+  c.finite("beta_fast", y.beta_fast);
+  c.positive("beta_slow", y.beta_slow);
+  if (!(y.beta_fast > y.beta_slow)) {
+    c.fail("beta_fast (" + num(y.beta_fast) + ") must be greater than beta_slow (" +
+           num(y.beta_slow) + ")");
+  }
+  if (y.attention_factor) c.positive("attention_factor", *y.attention_factor);
+  if (y.mscale) c.finite("mscale", *y.mscale);
+  if (y.mscale_all_dim) c.finite("mscale_all_dim", *y.mscale_all_dim);
+  c.finite("extrapolation_factor", y.extrapolation_factor);
+  if (y.extrapolation_factor < 0 || y.extrapolation_factor > 1) {
+    c.warn("extrapolation_factor (" + num(y.extrapolation_factor) +
+           ") is outside [0, 1]: the ramp then overshoots the unscaled frequencies");
+  }
+  if (s.method == Method::kYarn && s.max_position_embeddings > 0) {
+    const double implicit = static_cast<double>(s.max_position_embeddings) /
+                            static_cast<double>(s.original_max_position_embeddings);
+    if (implicit != s.factor && implicit != 1.0) {
+      c.warn("factor (" + num(s.factor) +
+             ") differs from max_position_embeddings / original_max_position_embeddings (" +
+             std::to_string(s.max_position_embeddings) + " / " +
+             std::to_string(s.original_max_position_embeddings) + " = " + num(implicit) +
+             "); the explicit factor is used");
+    }
+  }
+}
+
+void check_llama3(const RopeSpec& s, Checker& c) {
+  c.positive_int("original_max_position_embeddings", s.original_max_position_embeddings);
+  c.positive("low_freq_factor", s.llama3.low_freq_factor);
+  c.positive("high_freq_factor", s.llama3.high_freq_factor);
+  if (!(s.llama3.high_freq_factor > s.llama3.low_freq_factor)) {
+    c.fail("high_freq_factor (" + num(s.llama3.high_freq_factor) +
+           ") must be greater than low_freq_factor (" + num(s.llama3.low_freq_factor) + ")");
+  }
+  if (s.max_position_embeddings > 0 &&
+      s.original_max_position_embeddings >= s.max_position_embeddings) {
+    c.warn("original_max_position_embeddings (" +
+           std::to_string(s.original_max_position_embeddings) +
+           ") should be less than max_position_embeddings (" +
+           std::to_string(s.max_position_embeddings) + ")");
+  }
+}
+
+void check_longrope(const RopeSpec& s, Checker& c) {
+  c.positive_int("original_max_position_embeddings", s.original_max_position_embeddings);
+  c.positive("factor", s.factor);
+  const auto n = static_cast<std::size_t>(pair_count(s));
+  for (auto [field, list] : {std::pair{"short_factor", &s.longrope.short_factor},
+                             std::pair{"long_factor", &s.longrope.long_factor}}) {
+    if (list->size() != n) {
+      c.fail(std::string(field) + " has " + std::to_string(list->size()) +
+             " entries; expected rotary_dim / 2 = " + std::to_string(n));
+    }
+    for (std::size_t i = 0; i < list->size(); ++i) {
+      c.positive(std::string(field) + "[" + std::to_string(i) + "]", (*list)[i]);
+    }
+  }
+  if (s.longrope.attention_factor) c.positive("attention_factor", *s.longrope.attention_factor);
+}
+
+void check_proportional(const RopeSpec& s, Checker& c) {
+  const double rho = s.partial_rotary_factor;
+  if (!(std::isfinite(rho) && rho > 0 && rho <= 1)) {
+    c.fail("partial_rotary_factor (" + num(rho) + ") must be in (0, 1]");
+  }
+  if (s.rotary_dim != s.head_dim || s.rotary_offset != 0) {
+    c.fail("rotary_dim (" + std::to_string(s.rotary_dim) + ") must equal head_dim (" +
+           std::to_string(s.head_dim) + "): proportional RoPE fills a head_dim-wide table");
+  }
+  if (static_cast<std::int64_t>(rho * static_cast<double>(s.head_dim) / 2) < 1) {
+    c.fail("partial_rotary_factor (" + num(rho) + ") rotates no pair of head_dim " +
+           std::to_string(s.head_dim));
+  }
+}
+
+}  // namespace
+
+std::string_view method_name(Method method) {
+  for (const auto& [m, name] : kMethodNames) {
+    if (m == method) return name;
+  }
+  return "?";
+}
+
+std::string method_name(const RopeSpec& spec) {
+  if (spec.yarn.ramp == YarnRamp::kPaper &&
+      (spec.method == Method::kYarn || spec.method == Method::kDynamicYarn)) {
+    return std::string(method_name(spec.method)) + "-paper";
+  }
+  return std::string(method_name(spec.method));
+}
+
+void set_method(RopeSpec& spec, std::string_view name, std::string_view field) {
+  spec.yarn.ramp = YarnRamp::kPairIndex;
+  if (name == "none") name = "default";
+  if (name == "su") name = "longrope";  // Phi-3's first configs, renamed in transformers 4.42
+  if (name == "dynamic_yarn") name = "dynamic-yarn";
+  if (name == "yarn-paper" || name == "dynamic-yarn-paper") {
+    spec.yarn.ramp = YarnRamp::kPaper;
+    name = name.substr(0, name.size() - 6);
+  }
+  for (const auto& [m, known] : kMethodNames) {
+    if (name == known) {
+      spec.method = m;
+      return;
+    }
+  }
+  std::string list;
+  for (const auto& [m, known] : kMethodNames) list += std::string(known) + ", ";
+  throw Error(std::string(field) + " (\"" + std::string(name) + "\") must be one of " + list +
+              "yarn-paper (aliases: none, su, dynamic_yarn)");
+}
+
+std::string_view layout_name(Layout layout) {
+  return layout == Layout::kHalfSplit ? "half-split" : "interleaved";
+}
+
+std::vector<std::string> validate(const RopeSpec& spec) {
+  Checker c(spec);
+  check_dims(spec, c);
+  if (uses_factor(spec.method)) check_factor(spec, c);
+  switch (spec.method) {
+    case Method::kNone:
+    case Method::kLinear: break;
+    case Method::kNtk:
+    case Method::kDynamic:
+      if (spec.rotary_dim <= 2) {
+        c.fail("rotary_dim (" + std::to_string(spec.rotary_dim) +
+               ") must be greater than 2: the NTK base uses the exponent D / (D - 2)");
+      }
+      if (spec.method == Method::kDynamic) {
+        c.positive_int("max_position_embeddings", spec.max_position_embeddings);
+      }
+      break;
+    case Method::kYarn:
+    case Method::kDynamicYarn: check_yarn(spec, c); break;
+    case Method::kLlama3: check_llama3(spec, c); break;
+    case Method::kLongrope: check_longrope(spec, c); break;
+    case Method::kProportional: check_proportional(spec, c); break;
+  }
+  return c.take_warnings();
+}
+
+std::int64_t extended_context(const RopeSpec& spec) {
+  if (spec.max_position_embeddings > 0) return spec.max_position_embeddings;
+  if (spec.original_max_position_embeddings > 0) {
+    const double s = spec.method == Method::kNone ? 1.0 : std::max(1.0, spec.factor);
+    return static_cast<std::int64_t>(std::llround(s * static_cast<double>(spec.original_max_position_embeddings)));
+  }
+  return 0;
+}
+
+}  // namespace posenc

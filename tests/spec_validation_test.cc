@@ -1,0 +1,462 @@
+// Every error that RopeSpec validation (src/spec.cc) and the config.json parser (src/config*.cc)
+// raise, one test each: the message must name the field and the value (DESIGN.md §6).
+// The parser's type errors (a string or bool where a number is expected, a fractional or
+// negative integer, ...) are tested in config_test.cc (suite ConfigTypeErrors).
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <string>
+#include <string_view>
+
+#include "posenc/config.h"
+#include "posenc/error.h"
+#include "posenc/spec.h"
+
+namespace posenc {
+namespace {
+
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// The message of the posenc::Error that `fn` throws; "(no error)" when none.
+std::string error_of(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+std::string validate_error(const RopeSpec& spec) {
+  return error_of([&] { validate(spec); });
+}
+
+std::string config_error(std::string_view json) {
+  return error_of([&] { parse_hf_config(json); });
+}
+
+// Matches a message naming `field` and showing `value`.
+::testing::Matcher<const std::string&> Names(std::string_view field, std::string_view value) {
+  return AllOf(HasSubstr(std::string(field)), HasSubstr(std::string(value)));
+}
+
+// Valid specs that each test breaks in exactly one way.
+RopeSpec plain() {
+  RopeSpec s;
+  s.head_dim = 128;
+  s.rotary_dim = 128;
+  return s;
+}
+
+RopeSpec with_method(Method m) {
+  RopeSpec s = plain();
+  s.method = m;
+  s.factor = 4;
+  s.original_max_position_embeddings = 4096;
+  s.max_position_embeddings = 16384;
+  return s;
+}
+
+RopeSpec longrope() {
+  RopeSpec s = with_method(Method::kLongrope);
+  s.longrope.short_factor.assign(64, 1.0);
+  s.longrope.long_factor.assign(64, 2.0);
+  return s;
+}
+
+RopeSpec proportional() {
+  RopeSpec s = with_method(Method::kProportional);
+  s.partial_rotary_factor = 0.25;
+  return s;
+}
+
+TEST(SpecValidation, BaseSpecsAreValid) {
+  EXPECT_NO_THROW(validate(plain()));
+  for (Method m : {Method::kLinear, Method::kNtk, Method::kDynamic, Method::kYarn,
+                   Method::kDynamicYarn, Method::kLlama3}) {
+    EXPECT_NO_THROW(validate(with_method(m))) << method_name(m);
+  }
+  EXPECT_NO_THROW(validate(longrope()));
+  EXPECT_NO_THROW(validate(proportional()));
+}
+
+// --- set_method
+
+TEST(SpecValidation, UnknownMethodName) {
+  RopeSpec s;
+  EXPECT_THAT(error_of([&] { set_method(s, "yarn2", "rope_type"); }),
+              Names("rope_type", "(\"yarn2\")"));
+}
+
+// --- check_dims
+
+TEST(SpecValidation, HeadDimNotPositive) {
+  RopeSpec s = plain();
+  s.head_dim = 0;
+  EXPECT_THAT(validate_error(s), Names("head_dim", "(0)"));
+}
+
+TEST(SpecValidation, RotaryDimOdd) {
+  RopeSpec s = plain();
+  s.rotary_dim = 7;
+  EXPECT_THAT(validate_error(s), Names("rotary_dim", "(7)"));
+}
+
+TEST(SpecValidation, RotaryOffsetNegative) {
+  RopeSpec s = plain();
+  s.rotary_dim = 64;
+  s.rotary_offset = -2;
+  EXPECT_THAT(validate_error(s), Names("rotary_offset", "(-2)"));
+}
+
+TEST(SpecValidation, RotaryDimsPastHeadDim) {
+  RopeSpec s = plain();
+  s.rotary_dim = 64;
+  s.rotary_offset = 96;
+  EXPECT_THAT(validate_error(s),
+              AllOf(Names("rotary_offset + rotary_dim", "(96 + 64)"), Names("head_dim", "(128)")));
+}
+
+TEST(SpecValidation, RopeThetaNotAboveOne) {
+  RopeSpec s = plain();
+  s.rope_theta = 1;
+  EXPECT_THAT(validate_error(s), Names("rope_theta", "(1)"));
+}
+
+TEST(SpecValidation, RopeThetaNotFinite) {
+  RopeSpec s = plain();
+  s.rope_theta = kInf;
+  EXPECT_THAT(validate_error(s), Names("rope_theta", "(inf)"));
+}
+
+TEST(SpecValidation, MaxPositionEmbeddingsNegative) {
+  RopeSpec s = plain();
+  s.max_position_embeddings = -1;
+  EXPECT_THAT(validate_error(s), Names("max_position_embeddings", "(-1)"));
+}
+
+TEST(SpecValidation, OriginalMaxPositionEmbeddingsNegative) {
+  RopeSpec s = plain();
+  s.original_max_position_embeddings = -5;
+  EXPECT_THAT(validate_error(s), Names("original_max_position_embeddings", "(-5)"));
+}
+
+// --- check_factor
+
+TEST(SpecValidation, FactorNotPositive) {
+  RopeSpec s = with_method(Method::kLinear);
+  s.factor = 0;
+  EXPECT_THAT(validate_error(s), Names("factor", "(0)"));
+}
+
+TEST(SpecValidation, FactorNaN) {
+  RopeSpec s = with_method(Method::kNtk);
+  s.factor = std::nan("");
+  EXPECT_THAT(validate_error(s), Names("factor", "(nan)"));
+}
+
+// --- ntk and dynamic
+
+TEST(SpecValidation, NtkRotaryDimTooSmall) {
+  RopeSpec s = with_method(Method::kNtk);
+  s.rotary_dim = 2;
+  EXPECT_THAT(validate_error(s), Names("rotary_dim", "(2)"));
+}
+
+TEST(SpecValidation, DynamicNeedsMaxPositionEmbeddings) {
+  RopeSpec s = with_method(Method::kDynamic);
+  s.max_position_embeddings = 0;
+  EXPECT_THAT(validate_error(s), Names("max_position_embeddings", "(0)"));
+}
+
+// --- yarn
+
+TEST(SpecValidation, YarnNeedsOriginalContext) {
+  RopeSpec s = with_method(Method::kYarn);
+  s.original_max_position_embeddings = 0;
+  EXPECT_THAT(validate_error(s), Names("original_max_position_embeddings", "(0)"));
+}
+
+TEST(SpecValidation, YarnBetaFastNotFinite) {
+  RopeSpec s = with_method(Method::kYarn);
+  s.yarn.beta_fast = kInf;
+  EXPECT_THAT(validate_error(s), Names("beta_fast", "(inf)"));
+}
+
+TEST(SpecValidation, YarnBetaSlowNotPositive) {
+  RopeSpec s = with_method(Method::kYarn);
+  s.yarn.beta_slow = -1;
+  EXPECT_THAT(validate_error(s), Names("beta_slow", "(-1)"));
+}
+
+TEST(SpecValidation, YarnBetaFastNotAboveBetaSlow) {
+  RopeSpec s = with_method(Method::kYarn);
+  s.yarn.beta_fast = 0.5;
+  EXPECT_THAT(validate_error(s), AllOf(Names("beta_fast", "(0.5)"), Names("beta_slow", "(1)")));
+}
+
+TEST(SpecValidation, YarnAttentionFactorNotPositive) {
+  RopeSpec s = with_method(Method::kYarn);
+  s.yarn.attention_factor = -0.5;
+  EXPECT_THAT(validate_error(s), Names("attention_factor", "(-0.5)"));
+}
+
+TEST(SpecValidation, YarnMscaleNotFinite) {
+  RopeSpec s = with_method(Method::kYarn);
+  s.yarn.mscale = kInf;
+  EXPECT_THAT(validate_error(s), Names("mscale", "(inf)"));
+}
+
+TEST(SpecValidation, YarnMscaleAllDimNotFinite) {
+  RopeSpec s = with_method(Method::kDynamicYarn);
+  s.yarn.mscale_all_dim = std::nan("");
+  EXPECT_THAT(validate_error(s), Names("mscale_all_dim", "(nan)"));
+}
+
+TEST(SpecValidation, YarnExtrapolationFactorNotFinite) {
+  RopeSpec s = with_method(Method::kYarn);
+  s.yarn.extrapolation_factor = -kInf;
+  EXPECT_THAT(validate_error(s), Names("extrapolation_factor", "(-inf)"));
+}
+
+// --- llama3
+
+TEST(SpecValidation, Llama3NeedsOriginalContext) {
+  RopeSpec s = with_method(Method::kLlama3);
+  s.original_max_position_embeddings = 0;
+  EXPECT_THAT(validate_error(s), Names("original_max_position_embeddings", "(0)"));
+}
+
+TEST(SpecValidation, Llama3LowFreqFactorNotPositive) {
+  RopeSpec s = with_method(Method::kLlama3);
+  s.llama3.low_freq_factor = 0;
+  EXPECT_THAT(validate_error(s), Names("low_freq_factor", "(0)"));
+}
+
+TEST(SpecValidation, Llama3HighFreqFactorNotPositive) {
+  RopeSpec s = with_method(Method::kLlama3);
+  s.llama3.high_freq_factor = -4;
+  EXPECT_THAT(validate_error(s), Names("high_freq_factor", "(-4)"));
+}
+
+TEST(SpecValidation, Llama3HighFreqFactorNotAboveLow) {
+  RopeSpec s = with_method(Method::kLlama3);
+  s.llama3.high_freq_factor = 1;
+  s.llama3.low_freq_factor = 2;
+  EXPECT_THAT(validate_error(s),
+              AllOf(Names("high_freq_factor", "(1)"), Names("low_freq_factor", "(2)")));
+}
+
+// --- longrope
+
+TEST(SpecValidation, LongropeNeedsOriginalContext) {
+  RopeSpec s = longrope();
+  s.original_max_position_embeddings = 0;
+  EXPECT_THAT(validate_error(s), Names("original_max_position_embeddings", "(0)"));
+}
+
+TEST(SpecValidation, LongropeFactorNotPositive) {
+  RopeSpec s = longrope();
+  s.factor = 0;
+  EXPECT_THAT(validate_error(s), Names("factor", "(0)"));
+}
+
+TEST(SpecValidation, LongropeShortFactorLength) {
+  RopeSpec s = longrope();
+  s.longrope.short_factor.resize(3);
+  EXPECT_THAT(validate_error(s), AllOf(Names("short_factor", "has 3 entries"), HasSubstr("64")));
+}
+
+TEST(SpecValidation, LongropeLongFactorLength) {
+  RopeSpec s = longrope();
+  s.longrope.long_factor.resize(65, 1.0);
+  EXPECT_THAT(validate_error(s), AllOf(Names("long_factor", "has 65 entries"), HasSubstr("64")));
+}
+
+TEST(SpecValidation, LongropeFactorEntryNotPositive) {
+  RopeSpec s = longrope();
+  s.longrope.short_factor[5] = 0;
+  EXPECT_THAT(validate_error(s), Names("short_factor[5]", "(0)"));
+}
+
+TEST(SpecValidation, LongropeAttentionFactorNotPositive) {
+  RopeSpec s = longrope();
+  s.longrope.attention_factor = 0;
+  EXPECT_THAT(validate_error(s), Names("attention_factor", "(0)"));
+}
+
+// --- proportional
+
+TEST(SpecValidation, ProportionalFactorOutOfRange) {
+  RopeSpec s = proportional();
+  s.partial_rotary_factor = 1.5;
+  EXPECT_THAT(validate_error(s), Names("partial_rotary_factor", "(1.5)"));
+}
+
+TEST(SpecValidation, ProportionalTableNarrowerThanHead) {
+  RopeSpec s = proportional();
+  s.rotary_dim = 64;
+  EXPECT_THAT(validate_error(s), AllOf(Names("rotary_dim", "(64)"), Names("head_dim", "(128)")));
+}
+
+TEST(SpecValidation, ProportionalRotatesNoPair) {
+  RopeSpec s = proportional();
+  s.partial_rotary_factor = 0.01;  // int(0.01 * 128 / 2) = 0 pairs
+  EXPECT_THAT(validate_error(s), AllOf(Names("partial_rotary_factor", "(0.01)"), HasSubstr("128")));
+}
+
+// --- The parser (config.cc, config_rope.cc): errors other than type errors
+
+TEST(ConfigValidation, ValidateErrorsNameTheSource) {
+  EXPECT_THAT(config_error(R"({"head_dim": 64, "max_position_embeddings": 16384,
+      "rope_scaling": {"rope_type": "yarn", "factor": 4.0, "beta_fast": 0.5,
+                       "original_max_position_embeddings": 4096}})"),
+              AllOf(StartsWith("config.json: yarn: "), Names("beta_fast", "(0.5)")));
+}
+
+TEST(ConfigValidation, PerLayerValidateErrorsNameTheLayer) {
+  EXPECT_THAT(config_error(R"({"head_dim": 64, "rope_parameters": {
+      "sliding_attention": {"rope_type": "linear", "factor": -2.0}}})"),
+              AllOf(HasSubstr("rope_parameters.sliding_attention"), Names("factor", "(-2)")));
+}
+
+TEST(ConfigValidation, UnknownRopeType) {
+  EXPECT_THAT(config_error(R"({"head_dim": 64, "rope_scaling": {"rope_type": "yarnn"}})"),
+              Names("rope_scaling.rope_type", "(\"yarnn\")"));
+}
+
+TEST(ConfigValidation, RopeTypeAndTypeDisagree) {
+  EXPECT_THAT(
+      config_error(R"({"head_dim": 64,
+      "rope_scaling": {"rope_type": "yarn", "type": "linear", "factor": 2.0}})"),
+      AllOf(Names("rope_scaling.rope_type", "\"yarn\""), Names("rope_scaling.type", "\"linear\"")));
+}
+
+TEST(ConfigValidation, MissingFactor) {
+  EXPECT_THAT(config_error(R"({"head_dim": 64, "rope_scaling": {"rope_type": "linear"}})"),
+              Names("rope_scaling.factor", "\"linear\""));
+}
+
+TEST(ConfigValidation, NullRequiredFactor) {
+  EXPECT_THAT(config_error(R"({"head_dim": 64,
+      "rope_scaling": {"rope_type": "dynamic", "factor": null}})"),
+              Names("rope_scaling.factor", "(null)"));
+}
+
+TEST(ConfigValidation, Llama3MissingKey) {
+  EXPECT_THAT(config_error(R"({"head_dim": 64, "rope_scaling": {"rope_type": "llama3",
+      "factor": 8.0, "high_freq_factor": 4.0, "original_max_position_embeddings": 8192}})"),
+              Names("rope_scaling.low_freq_factor", "\"llama3\""));
+}
+
+TEST(ConfigValidation, Llama3NullOriginalContext) {
+  EXPECT_THAT(config_error(R"({"head_dim": 64, "rope_scaling": {"rope_type": "llama3",
+      "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+      "original_max_position_embeddings": null}})"),
+              Names("rope_scaling.original_max_position_embeddings", "(null)"));
+}
+
+TEST(ConfigValidation, LongropeMissingList) {
+  EXPECT_THAT(config_error(R"({"head_dim": 4, "rope_scaling": {"rope_type": "longrope",
+      "short_factor": [1, 1]}})"),
+              Names("rope_scaling.long_factor", "\"longrope\""));
+}
+
+TEST(ConfigValidation, YarnWithoutAnyContextLength) {
+  EXPECT_THAT(config_error(R"({"head_dim": 64,
+      "rope_scaling": {"rope_type": "yarn", "factor": 4.0}})"),
+              AllOf(HasSubstr("rope_scaling.original_max_position_embeddings is missing"),
+                    HasSubstr("max_position_embeddings is not set"), HasSubstr("\"yarn\"")));
+}
+
+TEST(ConfigValidation, LongropeTopLevelContextWithoutMaxPositions) {
+  EXPECT_THAT(config_error(R"({"head_dim": 4, "original_max_position_embeddings": 4096,
+      "rope_scaling": {"rope_type": "longrope", "short_factor": [1, 1],
+                       "long_factor": [1, 1]}})"),
+              AllOf(Names("original_max_position_embeddings", "(4096)"),
+                    HasSubstr("needs max_position_embeddings")));
+}
+
+TEST(ConfigValidation, LongropeWithoutAnyContextLength) {
+  EXPECT_THAT(config_error(R"({"head_dim": 4, "rope_scaling": {"rope_type": "longrope",
+      "factor": 4.0, "short_factor": [1, 1], "long_factor": [1, 1]}})"),
+              AllOf(HasSubstr("rope_scaling.original_max_position_embeddings is missing"),
+                    HasSubstr("max_position_embeddings is not set")));
+}
+
+TEST(ConfigValidation, LongropeWithoutFactorOrMaxPositions) {
+  EXPECT_THAT(config_error(R"({"head_dim": 4, "rope_scaling": {"rope_type": "longrope",
+      "original_max_position_embeddings": 4096, "short_factor": [1, 1],
+      "long_factor": [1, 1]}})"),
+              AllOf(HasSubstr("rope_scaling.factor is missing"),
+                    HasSubstr("max_position_embeddings is not set")));
+}
+
+TEST(ConfigValidation, MissingHiddenSize) {
+  EXPECT_THAT(config_error(R"({"num_attention_heads": 32})"),
+              AllOf(HasSubstr("hidden_size is missing"), HasSubstr("head_dim")));
+}
+
+TEST(ConfigValidation, NullNumAttentionHeads) {
+  EXPECT_THAT(config_error(R"({"hidden_size": 4096, "num_attention_heads": null})"),
+              Names("num_attention_heads", "(null)"));
+}
+
+TEST(ConfigValidation, HiddenSizeNotDivisible) {
+  EXPECT_THAT(config_error(R"({"hidden_size": 4096, "num_attention_heads": 48})"),
+              AllOf(Names("hidden_size", "(4096)"), Names("num_attention_heads", "(48)")));
+}
+
+TEST(ConfigValidation, DeepseekWithoutRopeHeadDim) {
+  EXPECT_THAT(config_error(R"({"model_type": "deepseek_v3", "hidden_size": 7168,
+                               "num_attention_heads": 128})"),
+              AllOf(HasSubstr("qk_rope_head_dim is missing"), HasSubstr("deepseek_v3")));
+}
+
+TEST(ConfigValidation, PartialRotaryFactorOutOfRange) {
+  EXPECT_THAT(config_error(R"({"model_type": "phi", "head_dim": 64,
+                               "partial_rotary_factor": 1.5})"),
+              Names("partial_rotary_factor", "(1.5)"));
+}
+
+TEST(ConfigValidation, PartialRotaryFactorGivesOddRotaryDim) {
+  // transformers: int(100 * 0.25) = 25, an odd number of dims.
+  EXPECT_THAT(
+      config_error(R"({"model_type": "phi", "head_dim": 100,
+                               "partial_rotary_factor": 0.25})"),
+      AllOf(Names("partial_rotary_factor", "(0.25)"), Names("head_dim", "(100)"), HasSubstr("25")));
+}
+
+TEST(ConfigValidation, RotaryPctGivesNoDims) {
+  EXPECT_THAT(config_error(R"({"model_type": "gpt_neox", "hidden_size": 1024,
+                               "num_attention_heads": 16, "rotary_pct": 0.01})"),
+              AllOf(Names("rotary_pct", "(0.01)"), Names("head_dim", "(64)")));
+}
+
+TEST(ConfigValidation, EveryLayerTypeNull) {
+  EXPECT_THAT(config_error(R"({"head_dim": 64, "layer_types": ["full_attention"],
+                               "rope_parameters": {"full_attention": null}})"),
+              Names("rope_parameters", "{\"full_attention\": null}"));
+}
+
+TEST(ConfigValidation, RopeParametersMixNestedAndFlat) {
+  EXPECT_THAT(config_error(R"({"head_dim": 64, "rope_parameters": {
+      "rope_type": "linear", "full_attention": {"rope_type": "default"}}})"),
+              AllOf(Names("rope_parameters.rope_type", "(\"linear\")"), HasSubstr("mixes")));
+}
+
+TEST(ConfigValidation, UnreadableFile) {
+  EXPECT_THAT(error_of([] { load_hf_config("/nonexistent/dir/config.json"); }),
+              AllOf(HasSubstr("cannot read /nonexistent/dir/config.json"),
+                    HasSubstr("No such file or directory")));
+}
+
+}  // namespace
+}  // namespace posenc
