@@ -1,6 +1,7 @@
 // posenc/posenc.h: the whole public API.
 #pragma once
 
+#include "posenc/apply.h"
 #include "posenc/config.h"
 #include "posenc/cos_sin.h"
 #include "posenc/defaults.h"
@@ -10,4 +11,7 @@
 #include "posenc/numerics.h"
 #include "posenc/sinusoidal.h"
 #include "posenc/spec.h"
+#include "posenc/table.h"
+#include "posenc/targets.h"
+#include "posenc/tensor.h"
 #include "posenc/version.h"

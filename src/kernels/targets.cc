@@ -1,0 +1,81 @@
+// SIMD target listing and forcing (targets.h), on top of Highway's target mask.
+#include "posenc/targets.h"
+
+#include <cstdlib>
+#include <mutex>
+
+#include <hwy/highway.h>
+#include <hwy/targets.h>
+
+#include "kernels/rotate.h"
+#include "posenc/error.h"
+
+namespace posenc {
+namespace {
+
+// Every compiled target bit, best first (Highway numbers better targets with lower bits).
+std::vector<std::int64_t> compiled_targets() {
+  std::vector<std::int64_t> out;
+  for (std::int64_t bits = HWY_TARGETS; bits != 0; bits &= bits - 1) out.push_back(bits & ~(bits - 1));
+  return out;
+}
+
+// What the CPU supports, read before any forcing.
+std::int64_t cpu_targets() {
+  static const std::int64_t mask = [] {
+    hwy::SetSupportedTargetsForTest(0);
+    return hwy::SupportedTargets();
+  }();
+  return mask;
+}
+
+}  // namespace
+
+namespace detail {
+
+void ensure_simd_target_from_env() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    cpu_targets();
+    if (const char* name = std::getenv("POSENC_SIMD_TARGET"); name && *name) force_simd_target(name);
+  });
+}
+
+}  // namespace detail
+
+std::vector<SimdTarget> simd_targets() {
+  detail::ensure_simd_target_from_env();
+  const std::string active = detail::active_target_name();
+  std::vector<SimdTarget> out;
+  for (std::int64_t t : compiled_targets()) {
+    out.push_back({hwy::TargetName(t), (cpu_targets() & t) != 0, active == hwy::TargetName(t)});
+  }
+  return out;
+}
+
+std::string active_simd_target() {
+  detail::ensure_simd_target_from_env();
+  return detail::active_target_name();
+}
+
+void force_simd_target(const std::string& name) {
+  const std::int64_t cpu = cpu_targets();
+  if (name.empty()) {
+    hwy::SetSupportedTargetsForTest(0);
+    hwy::GetChosenTarget().Update(hwy::SupportedTargets());
+    return;
+  }
+  std::string known;
+  for (std::int64_t t : compiled_targets()) {
+    if ((cpu & t) == 0) continue;
+    if (name == hwy::TargetName(t)) {
+      hwy::SetSupportedTargetsForTest(t);
+      hwy::GetChosenTarget().Update(hwy::SupportedTargets());
+      return;
+    }
+    known += (known.empty() ? "" : ", ") + std::string(hwy::TargetName(t));
+  }
+  throw Error("SIMD target (\"" + name + "\") is not one this build and CPU support (" + known + ")");
+}
+
+}  // namespace posenc
