@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # posenc set-up on Debian 12: installs what is missing (Debian packages only), builds, and runs.
 #
-#   ./setup.sh run    build (Release, g++) and run the main job: posenc inspect on a real config
+#   ./setup.sh run    build (Release, g++) and run the main job: posenc report (an HTML page with
+#                     every figure, table and check for Llama 2 7B extended 16x with YaRN)
 #   ./setup.sh test   build (Release, g++) and run the whole test suite with ctest
 #   ./setup.sh asan   build with clang++ under AddressSanitizer + UndefinedBehaviorSanitizer, test
 #   ./setup.sh clang  build with clang++ (Release) and test
@@ -12,10 +13,12 @@ cd "$(dirname "$0")"
 
 mode=${1:-run}
 packages=(cmake ninja-build g++ nlohmann-json3-dev libcli11-dev libfmt-dev libhwy-dev
-          libgtest-dev libgmock-dev libbenchmark-dev)
+          libgtest-dev libgmock-dev libbenchmark-dev libxml2-utils)
 case "$mode" in
-  asan|clang) packages+=(clang libclang-rt-14-dev) ;;
-  run|test) ;;
+  asan) packages+=(clang libclang-rt-14-dev chromium fonts-dejavu-core) ;;
+  clang) packages+=(clang libclang-rt-14-dev) ;;
+  test) packages+=(chromium fonts-dejavu-core) ;;  # the browser test renders the HTML report
+  run) ;;
   *) echo "usage: ./setup.sh run|test|asan|clang" >&2; exit 2 ;;
 esac
 
@@ -34,7 +37,9 @@ fi
 case "$mode" in
   run)
     cmake --workflow --preset release >&2
-    ./build/release/cli/posenc inspect examples/configs/llama-3.1-8b.json
+    ./build/release/cli/posenc report -o report.html
+    echo "open report.html in a browser; for the per-pair table alone:" >&2
+    ./build/release/cli/posenc inspect examples/configs/llama-2-7b-yarn16.json
     ;;
   test) cmake --workflow --preset test ;;
   asan) cmake --workflow --preset asan ;;

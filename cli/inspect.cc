@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
+#include "model_source.h"
 #include "posenc/config.h"
 #include "posenc/error.h"
 #include "posenc/frequencies.h"
@@ -18,10 +19,9 @@ namespace posenc::cli {
 namespace {
 
 struct InspectOptions {
-  std::string config;
+  ModelSourceOptions model;
   std::string numerics = "precise";
   std::int64_t seq_len = 0;
-  std::string layer_type;
   bool json = false;
 };
 
@@ -146,18 +146,8 @@ void print_table(const ModelConfig& config, const RopeSpec& spec, const Frequenc
 }
 
 void run_inspect(const InspectOptions& o) {
-  const ModelConfig config = load_hf_config(o.config);
-  RopeSpec spec = config.spec;
-  if (!o.layer_type.empty()) {
-    const auto it = config.layer_specs.find(o.layer_type);
-    if (it == config.layer_specs.end()) {
-      std::string known;
-      for (const auto& [name, unused] : config.layer_specs) known += (known.empty() ? "" : ", ") + name;
-      throw Error("--layer-type (\"" + o.layer_type + "\") is not a layer type of " + config.source +
-                  (known.empty() ? " (it has a single RoPE setup)" : " (it has: " + known + ")"));
-    }
-    spec = it->second;
-  }
+  const ModelConfig config = load_model_source(o.model);
+  const RopeSpec& spec = config.spec;
   const Numerics numerics = parse_numerics(o.numerics, "--numerics");
   if (o.seq_len < 0) throw Error("--seq-len (" + std::to_string(o.seq_len) + ") must not be negative");
   const Frequencies f = compute_frequencies(spec, numerics, o.seq_len);
@@ -180,12 +170,11 @@ void add_inspect(CLI::App& app) {
       "inspect", "Show a model's RoPE per rotated pair: frequency, wavelength, r = L/λ, interpolation "
                  "weight, ratio to the unscaled frequency; then the attention factor, the "
                  "softmax-scale multiplier, the contexts and the config's warnings.");
-  cmd->add_option("config", opts->config, "Hugging Face config.json of the model")->required();
+  add_model_source_options(cmd, opts->model);
   cmd->add_option("--numerics", opts->numerics, "Numeric convention: precise (float64), hf (transformers' float32) or ggml (llama.cpp's CPU rope)")
       ->capture_default_str();
   cmd->add_option("--seq-len", opts->seq_len, "Sequence length (largest position + 1) for methods that depend on it; 0 = at initialisation")
       ->capture_default_str();
-  cmd->add_option("--layer-type", opts->layer_type, "For configs with one RoPE per layer type (transformers v5): which one");
   cmd->add_flag("--json", opts->json, "Print one JSON object instead of the table");
   cmd->callback([opts] { run_inspect(*opts); });
 }

@@ -14,10 +14,23 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", POSENC_VERSION_STRING);
   app.require_subcommand(1);
   posenc::cli::add_inspect(app);
+  posenc::cli::add_compare(app);
+  posenc::cli::add_doctor(app);
+  posenc::cli::add_presets(app);
+  posenc::cli::add_verify(app);
+  posenc::cli::add_bench(app);
+  posenc::cli::add_apply(app);
+  posenc::cli::add_targets(app);
+  posenc::cli::add_plot(app);
+  posenc::cli::add_report(app);
+  posenc::cli::add_generate(app);
+  posenc::cli::add_eval(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // CLI11 numbers its errors 100 and up; every command-line error is status 1 here, as the
+    // errors the commands themselves throw are.
+    return app.exit(e) == 0 ? 0 : 1;
   } catch (const posenc::Error& e) {
     std::cerr << "posenc: error: " << e.what() << "\n";
     return 1;

@@ -59,8 +59,14 @@ class Checker {
   std::vector<std::string> warnings_;
 };
 
+// No model comes near this; a bound keeps a typo (or a fuzzer) from asking for terabytes.
+constexpr std::int64_t kMaxHeadDim = 65536;
+
 void check_dims(const RopeSpec& s, Checker& c) {
   c.positive_int("head_dim", s.head_dim);
+  if (s.head_dim > kMaxHeadDim) {
+    c.fail("head_dim (" + std::to_string(s.head_dim) + ") must be at most " + std::to_string(kMaxHeadDim));
+  }
   if (s.rotary_dim <= 0 || s.rotary_dim % 2 != 0) {
     c.fail("rotary_dim (" + std::to_string(s.rotary_dim) + ") must be a positive even number");
   }

@@ -103,6 +103,18 @@ TEST(SpecValidation, HeadDimNotPositive) {
   EXPECT_THAT(validate_error(s), Names("head_dim", "(0)"));
 }
 
+TEST(SpecValidation, HeadDimTooLarge) {
+  RopeSpec s = plain();
+  s.head_dim = std::int64_t{1} << 40;
+  EXPECT_THAT(validate_error(s), Names("head_dim", "(1099511627776)"));
+}
+
+TEST(SpecValidation, FactorTimesContextOverflows) {
+  RopeSpec s = with_method(Method::kLinear);
+  s.factor = 1e300;
+  EXPECT_THAT(validate_error(s), Names("factor", "(1e+300)"));
+}
+
 TEST(SpecValidation, RotaryDimOdd) {
   RopeSpec s = plain();
   s.rotary_dim = 7;

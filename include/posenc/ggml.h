@@ -45,12 +45,14 @@ struct GgmlRopeParams {
 // betas (what ggml would turn into NaN angles).
 void validate(const GgmlRopeParams& params);
 
-// What llama.cpp passes to ggml_rope_ext for `spec` at sequence length `seq_len` (0: none):
-// freq_scale = 1/s for linear and yarn; freq_base = the NTK base for ntk and dynamic; rope_freqs
-// computed as convert_hf_to_gguf.py does for llama3; the short or long factors for longrope;
-// 1/0 factors (+inf) for proportional's unrotated pairs; and for yarn the host-side attn_factor
-// of llama.cpp (llama-context.cpp, PR 17945): the attention factor divided by
-// 1 + 0.1 ln(s), which ggml multiplies back, so that cos and sin carry the attention factor.
+// The ggml_rope_ext parameters that compute `spec` at sequence length `seq_len` (0: none) with
+// llama.cpp's arithmetic: freq_scale = 1/s for linear and yarn; freq_base = the NTK base for ntk
+// and dynamic; rope_freqs computed as convert_hf_to_gguf.py does for llama3; the short or long
+// factors for longrope; 1/0 factors (+inf) for proportional's unrotated pairs; and for yarn an
+// attn_factor divided by 1 + 0.1 ln(s) as llama-context.cpp does (PR 17945), which ggml
+// multiplies back, so that cos and sin carry the spec's attention factor. This honours every
+// key of the spec; what llama.cpp itself does with a model (keys its converter drops, truncate
+// ignored, its own attention-factor rule) is engines.h's Engine::kLlamaCpp.
 GgmlRopeParams ggml_params_from_spec(const RopeSpec& spec, std::int64_t seq_len = 0);
 
 // Frequencies in kGgml numerics for a ggml_rope_ext call. inv_freq[i] is the angle ggml

@@ -34,7 +34,6 @@ class ThreadPool {
   std::condition_variable done_;
   std::vector<std::thread> workers_;
   std::uint64_t generation_ = 0;
-  int active_ = 0;            // workers taking part in the current run
   int pending_ = 0;           // workers not yet finished with the current run
   std::int64_t tasks_ = 0;
   int participants_ = 0;

@@ -1,0 +1,30 @@
+// bench/timing.h: medians of repeated timings, for a shared and noisy machine.
+//
+// A sample is a batch of back-to-back calls lasting at least kMinSampleSeconds, so a 0.5 us
+// decode call is timed over thousands of calls rather than against the clock's resolution; the
+// result is the median over samples of (sample time / calls), which ignores the samples that a
+// neighbour's burst of work slowed down.
+#pragma once
+
+#include <functional>
+
+#include "workload.h"
+
+namespace posenc::bench {
+
+// 2 ms: over 1000x the cost of reading steady_clock (~20-30 ns), and short enough that a
+// 64 MiB memcpy (~5-10 ms) is a single call per sample.
+inline constexpr double kMinSampleSeconds = 2e-3;
+
+// Median seconds per call of fn over `repetitions` samples, after one untimed warm-up call.
+double median_seconds_per_call(const std::function<void()>& fn, int repetitions,
+                               double min_sample_seconds = kMinSampleSeconds);
+
+// The two baselines of a workload, each timed as above, single-threaded.
+struct Baselines {
+  double memcpy_seconds = 0;  // Workload::copy()
+  double scalar_seconds = 0;  // Workload::rotate_scalar()
+};
+Baselines measure_baselines(Workload& workload, int repetitions);
+
+}  // namespace posenc::bench

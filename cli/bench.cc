@@ -1,0 +1,158 @@
+// `posenc bench`: the benchmark cases of posenc_bench (bench/cases.h) timed with a plain loop,
+// for a quick look without Google Benchmark. Every time is the median of --repetitions samples
+// (bench/timing.h): the kernel's, then a memcpy's and a scalar loop's on the same buffers.
+#include <algorithm>
+#include <cstdint>
+#include <iostream>
+#include <memory>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "cases.h"
+#include "commands.h"
+#include "posenc/error.h"
+#include "posenc/targets.h"
+#include "timing.h"
+#include "workload.h"
+
+namespace posenc::cli {
+namespace {
+
+struct BenchOptions {
+  std::string filter;
+  std::vector<int> threads{std::begin(bench::kDefaultThreads), std::end(bench::kDefaultThreads)};
+  int repetitions = 7;
+  bool json = false;
+};
+
+struct Result {
+  bench::Case c;
+  double seconds = 0;  // the kernel, per call
+  bench::Baselines baselines;
+  double max_difference = 0;
+
+  double bytes_per_second() const { return static_cast<double>(c.bytes_moved()) / seconds; }
+  double ratio_to_memcpy() const { return baselines.memcpy_seconds / seconds; }
+  double ratio_to_scalar() const { return baselines.scalar_seconds / seconds; }
+};
+
+std::string format_seconds(double s) {
+  if (s < 1e-6) return fmt::format("{:.1f} ns", s * 1e9);
+  if (s < 1e-3) return fmt::format("{:.2f} us", s * 1e6);
+  return fmt::format("{:.2f} ms", s * 1e3);
+}
+
+std::vector<bench::Case> select_cases(const BenchOptions& o) {
+  if (o.repetitions < 1) throw Error(fmt::format("--repetitions ({}) must be at least 1", o.repetitions));
+  for (int t : o.threads) {
+    if (t < 1) throw Error(fmt::format("--threads ({}) must be at least 1", t));
+  }
+  std::regex filter;
+  try {
+    filter = std::regex(o.filter);
+  } catch (const std::regex_error& e) {
+    throw Error(fmt::format("--filter (\"{}\") is not a regular expression: {}", o.filter, e.what()));
+  }
+  std::vector<bench::Case> out;
+  for (bench::Case& c : bench::all_cases(o.threads)) {
+    if (std::regex_search(c.name, filter)) out.push_back(std::move(c));
+  }
+  if (out.empty()) {
+    throw Error(fmt::format("--filter (\"{}\") matches no case (names look like {})", o.filter,
+                            bench::all_cases().front().name));
+  }
+  return out;
+}
+
+nlohmann::json to_json(const Result& r, const std::string& target, int repetitions) {
+  return {{"name", r.c.name},
+          {"shape", std::string(r.c.shape.name)},
+          {"dtype", std::string(dtype_name(r.c.dtype))},
+          {"threads", r.c.threads},
+          {"tokens", r.c.shape.tokens},
+          {"heads", r.c.shape.heads},
+          {"head_dim", r.c.shape.head_dim},
+          {"first_position", r.c.shape.first_position},
+          {"table", r.c.table},
+          {"bytes", r.c.bytes_moved()},
+          {"repetitions", repetitions},
+          {"seconds_median", r.seconds},
+          {"memcpy_seconds_median", r.baselines.memcpy_seconds},
+          {"scalar_seconds_median", r.baselines.scalar_seconds},
+          {"bytes_per_second", r.bytes_per_second()},
+          {"ratio_to_memcpy", r.ratio_to_memcpy()},
+          {"ratio_to_scalar", r.ratio_to_scalar()},
+          {"max_abs_difference_to_scalar", r.max_difference},
+          {"target", target}};
+}
+
+void print_table(const std::vector<Result>& results, const std::string& target, int repetitions) {
+  fmt::print("SIMD target {}; median of {} repetitions; bytes = tensor read + written once;\n"
+             "ratios = single-threaded baseline time / kernel time (> 1: the kernel is faster)\n\n",
+             target, repetitions);
+  std::size_t width = 4;
+  for (const Result& r : results) width = std::max(width, r.c.name.size());
+  fmt::print("{:<{}}  {:>10}  {:>8}  {:>9}  {:>9}\n", "case", width, "time", "GB/s", "x memcpy", "x scalar");
+  for (const Result& r : results) {
+    fmt::print("{:<{}}  {:>10}  {:>8.2f}  {:>9.2f}  {:>9.2f}\n", r.c.name, width, format_seconds(r.seconds),
+               r.bytes_per_second() / 1e9, r.ratio_to_memcpy(), r.ratio_to_scalar());
+  }
+}
+
+void run_bench(const BenchOptions& o) {
+  const std::vector<bench::Case> cases = select_cases(o);
+  const std::string target = active_simd_target();
+  std::vector<Result> results;
+  std::unique_ptr<bench::Workload> w;
+  for (const bench::Case& c : cases) {
+    // Cases of one (shape, dtype) are adjacent and share buffers; one workload at a time.
+    if (!w || w->shape().name != c.shape.name || w->dtype() != c.dtype) {
+      w.reset();
+      w = std::make_unique<bench::Workload>(c.shape, c.dtype);
+    }
+    Result r;
+    r.c = c;
+    r.max_difference = w->max_difference(c.table, c.threads);
+    if (!(r.max_difference <= w->tolerance())) {
+      throw Error(fmt::format("bench: {}: the kernel and the scalar loop differ by {:g} (tolerance {:g})",
+                              c.name, r.max_difference, w->tolerance()));
+    }
+    r.seconds = bench::median_seconds_per_call([&] { w->rotate(c.table, c.threads); }, o.repetitions);
+    r.baselines = bench::measure_baselines(*w, o.repetitions);
+    fmt::print(stderr, "[{}/{}] {}  {}  {:.2f} GB/s\n", results.size() + 1, cases.size(), c.name,
+               format_seconds(r.seconds), r.bytes_per_second() / 1e9);
+    results.push_back(std::move(r));
+  }
+  if (o.json) {
+    nlohmann::json records = nlohmann::json::array();
+    for (const Result& r : results) records.push_back(to_json(r, target, o.repetitions));
+    std::cout << records.dump(2) << "\n";
+  } else {
+    print_table(results, target, o.repetitions);
+  }
+}
+
+}  // namespace
+
+void add_bench(CLI::App& app) {
+  auto opts = std::make_shared<BenchOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "bench", "Time the RoPE kernel on the benchmark cases (real model shapes x f32/f16/bf16 x table or "
+               "on-the-fly cos/sin x threads), in place, against a memcpy and a scalar loop of the same "
+               "bytes. Progress goes to stderr. For careful numbers use posenc_bench (Google Benchmark).");
+  cmd->add_option("--filter", opts->filter,
+                  "Regular expression (ECMAScript, searched) on case names, e.g. 'decode' or 'prefill-q/f32'");
+  cmd->add_option("--threads", opts->threads, "Kernel thread counts to run, e.g. 1,2")
+      ->delimiter(',')
+      ->capture_default_str();
+  cmd->add_option("--repetitions", opts->repetitions, "Samples per timing; each reported time is their median")
+      ->capture_default_str();
+  cmd->add_flag("--json", opts->json, "Print a JSON array with one record per case instead of the table");
+  cmd->callback([opts] { run_bench(*opts); });
+}
+
+}  // namespace posenc::cli

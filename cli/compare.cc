@@ -1,0 +1,172 @@
+// `posenc compare MODEL`: one model's RoPE as transformers, llama.cpp and vLLM compute it, each
+// set against the float64 formulas (posenc/engines.h, docs/engines.md).
+#include <cmath>
+#include <cstdint>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "commands.h"
+#include "model_source.h"
+#include "posenc/config.h"
+#include "posenc/engines.h"
+#include "posenc/error.h"
+
+namespace posenc::cli {
+namespace {
+
+struct CompareOptions {
+  ModelSourceOptions model;
+  std::string positions;  // "P1,P2,..."
+  std::int64_t seq_len = 0;
+  bool json = false;
+};
+
+std::vector<std::int64_t> parse_positions(const std::string& text) {
+  std::vector<std::int64_t> out;
+  if (text.empty()) return out;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    std::size_t used = 0;
+    long long v = 0;
+    try {
+      v = std::stoll(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (item.empty() || used != item.size()) {
+      throw Error("--positions (\"" + text + "\"): \"" + item + "\" is not an integer");
+    }
+    if (v < 0) throw Error("--positions (\"" + text + "\"): " + item + " must not be negative");
+    out.push_back(v);
+  }
+  return out;
+}
+
+nlohmann::json number_or_null(double v) {
+  return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr);
+}
+
+void print_json(const ModelConfig& config, const Comparison& c) {
+  nlohmann::json j;
+  j["source"] = config.source;
+  j["model_type"] = config.model_type;
+  j["rope_type"] = method_name(c.spec);
+  j["seq_len"] = c.seq_len;
+  j["positions"] = c.positions;
+  j["reference"] = "precise";
+  nlohmann::json engines = nlohmann::json::array();
+  for (const EngineComparison& e : c.engines) {
+    nlohmann::json o;
+    o["engine"] = std::string(engine_name(e.view.engine));
+    o["numerics"] = e.view.freqs.inv_freq.empty() ? nlohmann::json(nullptr)
+                                                  : nlohmann::json(std::string(numerics_name(e.view.freqs.numerics)));
+    o["supported"] = e.view.supported;
+    o["unsupported_reason"] = e.view.unsupported_reason;
+    o["inv_freq"] = e.view.freqs.inv_freq;
+    nlohmann::json rel = nlohmann::json::array();
+    for (double d : e.relative_difference) rel.push_back(number_or_null(d));
+    o["relative_difference"] = rel;
+    o["rounding_budget"] = e.budget;
+    o["max_relative_difference"] = number_or_null(e.max_relative_difference);
+    o["pairs_differing"] = e.pairs_differing;
+    o["attention_factor"] = e.view.attention_factor;
+    o["softmax_scale_multiplier"] = e.view.softmax_scale_multiplier;
+    o["attention_factor_differs"] = e.attention_factor_differs;
+    o["softmax_scale_differs"] = e.softmax_scale_differs;
+    nlohmann::json cs = nlohmann::json::array();
+    for (std::size_t k = 0; k < e.cos_sin_difference.size(); ++k) {
+      cs.push_back({{"position", c.positions[k]}, {"max_abs_difference", e.cos_sin_difference[k]}});
+    }
+    o["cos_sin_difference"] = cs;
+    o["notes"] = e.view.notes;
+    o["verdict"] = std::string(verdict_name(e.verdict));
+    o["verdict_text"] = e.verdict_text;
+    engines.push_back(std::move(o));
+  }
+  j["engines"] = std::move(engines);
+  std::cout << j.dump(2) << "\n";
+}
+
+std::string cell(const EngineComparison& e, std::size_t i) {
+  if (i >= e.view.freqs.inv_freq.size()) return fmt::format("{:>14} {:>8}", "-", "");
+  const double d = i < e.relative_difference.size() ? e.relative_difference[i] : 0.0;
+  const bool beyond = i < e.budget.size() && d > e.budget[i];
+  return fmt::format("{:>14.7e} {:>8}", e.view.freqs.inv_freq[i],
+                     e.view.engine == Engine::kPrecise ? std::string() : fmt::format("{:.1e}{}", d, beyond ? "*" : " "));
+}
+
+void print_table(const ModelConfig& config, const Comparison& c) {
+  fmt::print("{}  ({}{})\n", config.source, config.model_type.empty() ? "unknown model_type" : config.model_type,
+             ", " + method_name(c.spec));
+  fmt::print("rope_theta {}  factor {}  rotary_dim {}  original context {}  seq_len {}\n\n", c.spec.rope_theta,
+             c.spec.factor, c.spec.rotary_dim, c.spec.original_max_position_embeddings,
+             c.seq_len > 0 ? std::to_string(c.seq_len) : std::string("0 (at initialisation)"));
+  fmt::print("{:>5}", "pair");
+  for (const EngineComparison& e : c.engines) fmt::print(" {:>14} {:>8}", engine_name(e.view.engine), "rel.diff");
+  fmt::print("\n");
+  const std::size_t n = c.at(Engine::kPrecise).view.freqs.inv_freq.size();
+  for (std::size_t i = 0; i < n; ++i) {
+    fmt::print("{:>5}", i);
+    for (const EngineComparison& e : c.engines) fmt::print(" {}", cell(e, i));
+    fmt::print("\n");
+  }
+  fmt::print("\nrel.diff = |inv_freq - precise| / precise; * = beyond the float32 rounding budget of that "
+             "engine's arithmetic\n");
+  for (const EngineComparison& e : c.engines) {
+    fmt::print("\n{}{}\n", engine_name(e.view.engine),
+               e.view.freqs.inv_freq.empty() ? std::string() : fmt::format(" ({} numerics)", numerics_name(e.view.freqs.numerics)));
+    if (!e.view.freqs.inv_freq.empty()) {
+      fmt::print("  attention factor          {:.10g}\n", e.view.attention_factor);
+      fmt::print("  softmax-scale multiplier  {:.10g}\n", e.view.softmax_scale_multiplier);
+      for (std::size_t k = 0; k < e.cos_sin_difference.size(); ++k) {
+        fmt::print("  max |cos/sin - precise| at position {:>9}: {:.3e}\n", c.positions[k], e.cos_sin_difference[k]);
+      }
+    }
+    if (!e.view.supported) fmt::print("  not supported: {}\n", e.view.unsupported_reason);
+    for (const auto& note : e.view.notes) fmt::print("  note: {}\n", note);
+  }
+  fmt::print("\nverdicts (against precise):\n");
+  for (const EngineComparison& e : c.engines) {
+    if (e.view.engine == Engine::kPrecise) continue;
+    fmt::print("  {:<13} {}\n", engine_name(e.view.engine), e.verdict_text);
+  }
+}
+
+void run_compare(const CompareOptions& o) {
+  const ModelConfig config = load_model_source(o.model);
+  if (o.seq_len < 0) throw Error("--seq-len (" + std::to_string(o.seq_len) + ") must not be negative");
+  const std::vector<std::int64_t> positions = parse_positions(o.positions);
+  const Comparison c = compare_engines(config.spec, o.seq_len, positions, config.model_type);
+  if (o.json) {
+    print_json(config, c);
+  } else {
+    print_table(config, c);
+  }
+}
+
+}  // namespace
+
+void add_compare(CLI::App& app) {
+  auto opts = std::make_shared<CompareOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "compare",
+      "One model's RoPE as transformers, llama.cpp and vLLM compute it: per-pair inv_freq and its "
+      "difference from float64, attention factor, softmax multiplier, cos/sin differences at chosen "
+      "positions, what each engine drops, and a verdict per engine.");
+  add_model_source_options(cmd, opts->model);
+  cmd->add_option("--positions", opts->positions,
+                  "Comma-separated positions to compare cos/sin at (default: L-1, L, 4L, extended context - 1)");
+  cmd->add_option("--seq-len", opts->seq_len,
+                  "Sequence length (largest position + 1; for llama.cpp also the context size); 0 = at initialisation")
+      ->capture_default_str();
+  cmd->add_flag("--json", opts->json, "Print one JSON object instead of the table");
+  cmd->callback([opts] { run_compare(*opts); });
+}
+
+}  // namespace posenc::cli

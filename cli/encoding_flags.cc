@@ -1,0 +1,265 @@
+// The encoding flags of `posenc apply` (encoding_flags.h).
+#include "encoding_flags.h"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <tuple>
+
+#include <fmt/format.h>
+
+#include "posenc/error.h"
+#include "posenc/npy.h"
+
+namespace posenc::cli {
+namespace {
+
+constexpr const char* kSpecGroup = "Encoding (flags override the model's values)";
+constexpr const char* kGgmlGroup = "ggml_rope_ext parameters (instead of a model or spec flags; imply --numerics ggml)";
+
+std::string shown(const CLI::Option* o) {
+  std::string value;
+  for (const std::string& r : o->results()) value += (value.empty() ? "" : ",") + r;
+  return o->get_name() + " (" + value + ")";
+}
+
+bool given(const CLI::Option* o) { return o != nullptr && o->count() > 0; }
+
+// Whether `method` reads the parameter behind `flag` (DESIGN.md §3): a flag it does not read is
+// an error, never silently dropped (a user who passes --factor expects some scaling).
+bool method_reads(const RopeSpec& spec, std::string_view flag) {
+  const Method m = spec.method;
+  const bool yarn = m == Method::kYarn || m == Method::kDynamicYarn;
+  if (flag == "--truncate") return yarn && spec.yarn.ramp == YarnRamp::kPairIndex;  // the paper's ramp has no dims
+  if (flag == "--factor") return m != Method::kNone && m != Method::kDynamicYarn;
+  if (flag == "--original-max-position-embeddings") return yarn || m == Method::kLlama3 || m == Method::kLongrope;
+  if (flag == "--max-position-embeddings") return m == Method::kDynamic;
+  if (flag == "--attention-factor") return yarn || m == Method::kLongrope;
+  for (const char* f : {"--mscale", "--mscale-all-dim", "--beta-fast", "--beta-slow", "--extrapolation-factor"}) {
+    if (flag == f) return yarn;
+  }
+  if (flag == "--low-freq-factor" || flag == "--high-freq-factor") return m == Method::kLlama3;
+  if (flag == "--short-factor" || flag == "--long-factor") return m == Method::kLongrope;
+  return true;
+}
+
+Layout parse_layout(const std::string& name) {
+  if (name == "half-split") return Layout::kHalfSplit;
+  if (name == "interleaved") return Layout::kInterleaved;
+  throw Error("--layout (\"" + name + "\") must be half-split (pairs (i, i + n)) or interleaved (pairs (2i, 2i + 1))");
+}
+
+GgmlMode parse_mode(const std::string& name) {
+  if (name == "normal" || name == "0") return GgmlMode::kNormal;
+  if (name == "neox" || name == "2") return GgmlMode::kNeox;
+  throw Error("--mode (\"" + name + "\") must be normal (0, pairs (2i, 2i + 1)) or neox (2, pairs (i, i + n_dims/2))");
+}
+
+std::vector<float> read_freq_factors(const std::string& path) {
+  const NpyArray a = read_npy_flag("--freq-factors", path);
+  if (a.descr != "<f4" || a.shape.size() != 1) {
+    std::string shape;
+    for (auto d : a.shape) shape += (shape.empty() ? "" : ", ") + std::to_string(d);
+    throw Error("--freq-factors: " + path + " holds '" + a.descr + "' of shape [" + shape +
+                "]; expected a float32 ('<f4') vector of n_dims / 2 entries");
+  }
+  std::vector<float> out(static_cast<std::size_t>(a.shape[0]));
+  std::memcpy(out.data(), a.data.data(), a.data.size());
+  return out;
+}
+
+}  // namespace
+
+NpyArray read_npy_flag(const std::string& flag, const std::string& path) {
+  try {
+    return read_npy(path);
+  } catch (const Error& e) {
+    throw Error(flag + ": " + e.what());
+  }
+}
+
+std::string given_names(const std::vector<CLI::Option*>& options) {
+  std::string names;
+  for (const CLI::Option* o : options) {
+    if (given(o)) names += (names.empty() ? "" : ", ") + shown(o);
+  }
+  return names;
+}
+
+void add_encoding_flags(CLI::App* cmd, EncodingFlags& f) {
+  // The model options of model_source.h, without its context-extension flags: here a flag sets
+  // the spec's parameter directly, with or without a model.
+  f.model_options = {
+      cmd->add_option("model", f.model.path, "The model: a Hugging Face config.json or a .gguf file (optional)"),
+      cmd->add_option("--config", f.config, "The model's config.json or .gguf (the same as the positional)"),
+      cmd->add_option("--preset", f.model.preset, "A built-in model preset instead of a file (see `posenc presets`)"),
+      cmd->add_option("--layer-type", f.model.layer_type,
+                      "For configs with one RoPE per layer type (transformers v5): which one")};
+  SpecFlags& s = f.spec;
+  auto spec = [&](CLI::Option* o) {
+    o->group(kSpecGroup);
+    f.spec_options.push_back(o);
+  };
+  spec(cmd->add_option("--rope-type", s.rope_type,
+                       "default|linear|ntk|dynamic|yarn|yarn-paper|dynamic-yarn|llama3|longrope|proportional"));
+  spec(cmd->add_option("--head-dim", s.head_dim, "d_h (default: the model's, else the tensors' last dim)"));
+  spec(cmd->add_option("--rotary-dim", s.rotary_dim,
+                       "D, rotated dims per head (default: the model's; without one, or with --head-dim or "
+                       "--partial-rotary-factor, int(head_dim * partial_rotary_factor); proportional: head_dim)"));
+  spec(cmd->add_option("--rotary-offset", s.rotary_offset, "First rotated dim of each head (default 0)"));
+  spec(cmd->add_option("--layout", s.layout, "half-split (pairs (i, i+n), the default) or interleaved (pairs (2i, 2i+1))"));
+  spec(cmd->add_option("--rope-theta", s.rope_theta, "Base b (default 10000)"));
+  spec(cmd->add_option("--factor", s.factor, "Scaling factor s"));
+  spec(cmd->add_option("--original-max-position-embeddings", s.original_max_position_embeddings, "L, the original context"));
+  spec(cmd->add_option("--max-position-embeddings", s.max_position_embeddings, "L', the extended context (dynamic)"));
+  spec(cmd->add_option("--attention-factor", s.attention_factor, "yarn, longrope: explicit attention factor"));
+  spec(cmd->add_option("--mscale", s.mscale, "yarn (DeepSeek): numerator of the attention factor"));
+  spec(cmd->add_option("--mscale-all-dim", s.mscale_all_dim, "yarn (DeepSeek): denominator of the attention factor"));
+  spec(cmd->add_option("--truncate", s.truncate, "yarn: floor/ceil the correction dims, true|false (default true)"));
+  spec(cmd->add_option("--extrapolation-factor", s.extrapolation_factor, "yarn: weight of the extrapolated frequency (default 1)"));
+  spec(cmd->add_option("--low-freq-factor", s.low_freq_factor, "llama3 (default 1)"));
+  spec(cmd->add_option("--high-freq-factor", s.high_freq_factor, "llama3 (default 4)"));
+  CLI::Option* sf = cmd->add_option("--short-factor", s.short_factor, "longrope: rotary_dim/2 comma-separated factors")->delimiter(',');
+  CLI::Option* lf = cmd->add_option("--long-factor", s.long_factor, "longrope: rotary_dim/2 comma-separated factors")->delimiter(',');
+  spec(sf);
+  spec(lf);
+  f.short_factor_option = sf;
+  f.long_factor_option = lf;
+  spec(cmd->add_option("--partial-rotary-factor", s.partial_rotary_factor,
+                       "rho: rotary_dim = int(head_dim * rho); proportional: rotates int(rho * head_dim / 2) pairs"));
+  for (auto [name, value, help] : {std::tuple{"--beta-fast", &s.beta_fast, "yarn / ggml: rotations above which pairs keep w (default 32)"},
+                                   std::tuple{"--beta-slow", &s.beta_slow, "yarn / ggml: rotations below which pairs get w/s (default 1)"}}) {
+    f.shared_options.push_back(cmd->add_option(name, *value, help)->group(kSpecGroup));
+  }
+
+  GgmlFlags& g = f.ggml;
+  auto ggml = [&](CLI::Option* o) {
+    o->group(kGgmlGroup);
+    f.ggml_options.push_back(o);
+  };
+  ggml(cmd->add_option("--n-dims", g.n_dims, "Rotated dims (default: head_dim)"));
+  ggml(cmd->add_option("--mode", g.mode, "normal (0: pairs (2i, 2i+1), the default) or neox (2: pairs (i, i + n_dims/2))"));
+  ggml(cmd->add_option("--n-ctx-orig", g.n_ctx_orig, "Original context (default 0)"));
+  ggml(cmd->add_option("--freq-base", g.freq_base, "Base (default 10000)"));
+  ggml(cmd->add_option("--freq-scale", g.freq_scale, "1 / scaling factor (default 1)"));
+  ggml(cmd->add_option("--ext-factor", g.ext_factor, "YaRN extrapolation mix (default 0: no ramp)"));
+  ggml(cmd->add_option("--attn-factor", g.attn_factor, "Multiplies cos and sin (default 1)"));
+  ggml(cmd->add_option("--freq-factors", g.freq_factors, "float32 .npy of n_dims/2 frequency divisors (rope_freqs)"));
+}
+
+bool uses_ggml_params(const EncodingFlags& f) {
+  const std::string ggml = given_names(f.ggml_options);
+  if (ggml.empty()) return false;
+  std::string other = given_names(f.model_options);
+  const std::string spec = given_names(f.spec_options);
+  if (!spec.empty()) other += (other.empty() ? "" : ", ") + spec;
+  if (!other.empty()) {
+    throw Error("ggml_rope_ext parameters (" + ggml + ") cannot be mixed with a model or RoPE spec flags (" + other +
+                "): give one kind");
+  }
+  return true;
+}
+
+RopeSpec spec_from_flags(const EncodingFlags& f, std::int64_t tensor_head_dim, std::vector<std::string>& warnings,
+                         std::string& source) {
+  ModelSourceOptions model = f.model;
+  if (!f.config.empty()) {
+    if (!model.path.empty()) {
+      throw Error("give the model either as CONFIG (\"" + model.path + "\") or as --config (\"" + f.config +
+                  "\"), not both");
+    }
+    model.path = f.config;
+  }
+  const bool has_model = !model.path.empty() || !model.preset.empty();
+  RopeSpec spec;
+  if (has_model) {
+    ModelConfig config = load_model_source(model);
+    spec = config.spec;
+    source = config.source;
+    warnings.insert(warnings.end(), config.warnings.begin(), config.warnings.end());
+  } else {
+    if (!model.layer_type.empty()) {
+      throw Error("--layer-type (\"" + model.layer_type + "\") needs a model: give CONFIG or --config");
+    }
+    spec.head_dim = tensor_head_dim;
+    source = "flags";
+  }
+
+  const SpecFlags& s = f.spec;
+  if (s.rope_type) set_method(spec, *s.rope_type, "--rope-type");
+  if (s.head_dim) spec.head_dim = *s.head_dim;
+  if (s.partial_rotary_factor) {
+    const double rho = *s.partial_rotary_factor;
+    if (!(std::isfinite(rho) && rho > 0 && rho <= 1)) {
+      throw Error(fmt::format("--partial-rotary-factor ({}) must be in (0, 1]", rho));
+    }
+    spec.partial_rotary_factor = rho;
+  }
+  if (s.rotary_dim) {
+    spec.rotary_dim = *s.rotary_dim;
+  } else if (spec.method == Method::kProportional) {
+    spec.rotary_dim = spec.head_dim;
+  } else if (!has_model || s.head_dim || s.partial_rotary_factor) {
+    // transformers: int(head_dim * partial_rotary_factor).
+    spec.rotary_dim = static_cast<std::int64_t>(static_cast<double>(spec.head_dim) * spec.partial_rotary_factor);
+  }
+  if (s.rotary_offset) spec.rotary_offset = *s.rotary_offset;
+  if (s.layout) spec.layout = parse_layout(*s.layout);
+  if (s.rope_theta) spec.rope_theta = *s.rope_theta;
+  if (s.factor) spec.factor = *s.factor;
+  if (s.original_max_position_embeddings) spec.original_max_position_embeddings = *s.original_max_position_embeddings;
+  if (s.max_position_embeddings) spec.max_position_embeddings = *s.max_position_embeddings;
+  if (s.attention_factor) {
+    (spec.method == Method::kLongrope ? spec.longrope.attention_factor : spec.yarn.attention_factor) =
+        *s.attention_factor;
+  }
+  if (s.mscale) spec.yarn.mscale = *s.mscale;
+  if (s.mscale_all_dim) spec.yarn.mscale_all_dim = *s.mscale_all_dim;
+  if (s.beta_fast) spec.yarn.beta_fast = *s.beta_fast;
+  if (s.beta_slow) spec.yarn.beta_slow = *s.beta_slow;
+  if (s.truncate) spec.yarn.truncate = *s.truncate;
+  if (s.extrapolation_factor) spec.yarn.extrapolation_factor = *s.extrapolation_factor;
+  if (s.low_freq_factor) spec.llama3.low_freq_factor = *s.low_freq_factor;
+  if (s.high_freq_factor) spec.llama3.high_freq_factor = *s.high_freq_factor;
+  if (given(f.short_factor_option)) spec.longrope.short_factor = s.short_factor;
+  if (given(f.long_factor_option)) spec.longrope.long_factor = s.long_factor;
+
+  std::vector<CLI::Option*> all = f.spec_options;
+  all.insert(all.end(), f.shared_options.begin(), f.shared_options.end());
+  if (has_model && !given_names(all).empty()) source += " + flags";
+  std::string unread;
+  for (const CLI::Option* o : all) {
+    if (given(o) && !method_reads(spec, o->get_name())) unread += (unread.empty() ? "" : ", ") + shown(o);
+  }
+  if (!unread.empty()) {
+    throw Error(unread + ": rope_type " + method_name(spec) + " (from " + source +
+                ") does not read this, so it would have no effect; give --rope-type for a method that does");
+  }
+  return spec;
+}
+
+GgmlRopeParams ggml_params_from_flags(const EncodingFlags& f, std::int64_t tensor_head_dim) {
+  const GgmlFlags& g = f.ggml;
+  GgmlRopeParams p;
+  if (tensor_head_dim > std::numeric_limits<int>::max()) {
+    throw Error("head_dim (" + std::to_string(tensor_head_dim) + ") does not fit ggml's int32 n_dims");
+  }
+  p.n_dims = g.n_dims.value_or(static_cast<int>(tensor_head_dim));
+  if (p.n_dims > tensor_head_dim) {
+    throw Error("--n-dims (" + std::to_string(p.n_dims) + ") exceeds the tensors' head_dim (" +
+                std::to_string(tensor_head_dim) + ")");
+  }
+  if (g.mode) p.mode = parse_mode(*g.mode);
+  if (g.n_ctx_orig) p.n_ctx_orig = *g.n_ctx_orig;
+  if (g.freq_base) p.freq_base = *g.freq_base;
+  if (g.freq_scale) p.freq_scale = *g.freq_scale;
+  if (g.ext_factor) p.ext_factor = *g.ext_factor;
+  if (g.attn_factor) p.attn_factor = *g.attn_factor;
+  if (f.spec.beta_fast) p.beta_fast = static_cast<float>(*f.spec.beta_fast);
+  if (f.spec.beta_slow) p.beta_slow = static_cast<float>(*f.spec.beta_slow);
+  if (g.freq_factors) p.freq_factors = read_freq_factors(*g.freq_factors);
+  validate(p);
+  return p;
+}
+
+}  // namespace posenc::cli

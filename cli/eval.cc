@@ -1,0 +1,263 @@
+// `posenc eval --model M --text T`: perplexity of a Llama model over a text for every (RoPE
+// scaling method, context), by the protocol of posenc/perplexity.h (docs/DESIGN.md §8).
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <memory>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "commands.h"
+#include "posenc/error.h"
+#include "posenc/llama.h"
+#include "posenc/perplexity.h"
+#include "posenc/svg.h"
+
+namespace posenc::cli {
+namespace {
+
+struct EvalOptions {
+  std::string model;
+  std::string text;
+  std::vector<std::int64_t> ctx{512, 1024, 2048, 4096, 8192};
+  std::vector<std::string> methods{"none", "linear", "ntk", "yarn", "yarn-paper", "dynamic", "dynamic-yarn", "llama3"};
+  std::optional<double> factor;
+  std::optional<double> attention_factor;
+  std::int64_t max_tokens = 131072;
+  std::int64_t stride = 0;
+  std::int64_t step = 64;
+  int threads = 1;
+  bool json = false;
+  std::string output;
+};
+
+struct Cell {
+  std::string method;
+  std::int64_t ctx;
+  double factor;
+  llama::PerplexityResult result;
+};
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error("--text: " + path + " cannot be opened");
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+nlohmann::json number_or_null(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
+
+std::string protocol_line(const EvalOptions& o, std::int64_t trained) {
+  std::string s = o.stride == 0
+                      ? fmt::format("non-overlapping windows of ctx tokens (at most {} tokens), first token BOS, "
+                                    "positions ctx/2 .. ctx-1 scored",
+                                    o.max_tokens)
+                      : fmt::format("sliding window as YaRN's perplexity.py: BOS + ctx-1 tokens, stride {}, over the first {} "
+                                    "tokens, each scored once",
+                                    o.stride, o.max_tokens);
+  s += o.factor ? fmt::format("; s = {}", *o.factor) : fmt::format("; s = max(1, ctx / {})", trained);
+  if (o.attention_factor) s += fmt::format("; YaRN attention factor {}", *o.attention_factor);
+  return s;
+}
+
+std::string figure(const EvalOptions& o, const std::vector<Cell>& cells, std::int64_t trained) {
+  svg::Figure f;
+  f.title = fmt::format("{}: perplexity on {} against context",
+                        std::filesystem::path(o.model).stem().string(), std::filesystem::path(o.text).filename().string());
+  f.caption = protocol_line(o, trained) + fmt::format(". Trained context {} (dashed line).", trained);
+  // Axes hug the data (log ticks otherwise widen to whole decades).
+  double lo = INFINITY, hi = 0;
+  for (const Cell& c : cells) {
+    if (std::isfinite(c.result.perplexity)) lo = std::min(lo, c.result.perplexity), hi = std::max(hi, c.result.perplexity);
+  }
+  const auto [cmin, cmax] = std::minmax_element(o.ctx.begin(), o.ctx.end());
+  svg::Panel p;
+  p.x = {"context (tokens)", svg::Scale::kLog, static_cast<double>(*cmin) / 1.25, static_cast<double>(*cmax) * 1.25, false};
+  p.y = {"perplexity", svg::Scale::kLog, std::nullopt, std::nullopt, false};
+  if (hi > 0) p.y.min = lo / 1.25, p.y.max = hi * 1.25;
+  for (const std::string& m : o.methods) {
+    svg::Series s;
+    s.name = m;
+    s.markers = true;
+    // The second of each pair (yarn / yarn-paper, dynamic / dynamic-yarn) dashed.
+    if (m == "yarn-paper" || m == "dynamic-yarn") s.dash = "7 4";
+    for (const Cell& c : cells) {
+      if (c.method != m) continue;
+      s.x.push_back(static_cast<double>(c.ctx));
+      s.y.push_back(c.result.perplexity);
+    }
+    p.series.push_back(std::move(s));
+  }
+  p.references.push_back({true, static_cast<double>(trained), "trained context", "#444444", "6 4"});
+  f.panels.push_back(std::move(p));
+  return svg::render(f);
+}
+
+void run_eval(const EvalOptions& o) {
+  if (o.ctx.empty()) throw Error("--ctx: give at least one context");
+  if (o.methods.empty()) throw Error("--method: give at least one method");
+  if (o.factor && !(*o.factor > 0)) throw Error("--factor (" + std::to_string(*o.factor) + ") must be positive");
+  if (o.attention_factor && !(*o.attention_factor > 0)) {
+    throw Error("--attention-factor (" + std::to_string(*o.attention_factor) + ") must be positive");
+  }
+  const llama::Model model = llama::Model::load(o.model);
+  const std::int64_t trained = model.config().max_seq_len;
+  for (const std::string& m : o.methods) model.rope_spec(m, 1.0);  // unknown names fail before any work
+  for (std::int64_t c : o.ctx) {
+    if (c < 2) throw Error("--ctx (" + std::to_string(c) + ") must be at least 2");
+  }
+
+  const std::string text = read_text(o.text);
+  auto t0 = std::chrono::steady_clock::now();
+  const std::vector<std::int32_t> tokens = model.tokenizer().encode(text);
+  const double tokenize_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::cerr << fmt::format("eval: {} bytes -> {} tokens in {:.2f} s; {} threads\n", text.size(), tokens.size(),
+                           tokenize_s, o.threads);
+
+  const bool tty = isatty(STDERR_FILENO) != 0;
+  std::vector<Cell> cells;
+  std::int64_t total_run = 0;
+  double total_s = 0;
+  for (const std::string& m : o.methods) {
+    for (std::int64_t c : o.ctx) {
+      const double s = o.factor ? *o.factor : std::max(1.0, static_cast<double>(c) / static_cast<double>(trained));
+      llama::PerplexityOptions po;
+      po.ctx = c;
+      po.max_tokens = o.max_tokens;
+      po.stride = o.stride;
+      po.threads = o.threads;
+      po.step = o.step;
+      if (tty) {
+        po.progress = [&](std::int64_t done, std::int64_t all) {
+          std::cerr << fmt::format("\reval: {} ctx {}: window {}/{}", m, c, done, all) << std::flush;
+        };
+      }
+      RopeSpec spec = model.rope_spec(m, s);
+      if (o.attention_factor && (spec.method == Method::kYarn || spec.method == Method::kDynamicYarn)) {
+        spec.yarn.attention_factor = *o.attention_factor;
+      }
+      Cell cell{m, c, s, llama::perplexity(model, spec, tokens, po)};
+      const llama::PerplexityResult& r = cell.result;
+      total_run += r.tokens_run;
+      total_s += r.seconds;
+      std::cerr << fmt::format("{}eval: {:<12} ctx {:>5} s {:<6g} ppl {:>10.4f}  {} windows, {} tokens in {:.1f} s "
+                               "({:.0f} tokens/s){}\n",
+                               tty ? "\r" : "", m, c, s, r.perplexity, r.windows, r.tokens_run, r.seconds,
+                               r.seconds > 0 ? static_cast<double>(r.tokens_run) / r.seconds : 0.0,
+                               r.rerotations ? fmt::format(", {} cache re-rotations", r.rerotations) : "");
+      if (r.windows == 0) {
+        std::cerr << fmt::format("eval: warning: the text has {} tokens, fewer than one window of {} (or "
+                                 "--max-tokens {} is too small): no perplexity\n",
+                                 tokens.size(), c, o.max_tokens);
+      }
+      cells.push_back(std::move(cell));
+    }
+  }
+  std::cerr << fmt::format("eval: {} tokens through the model in {:.1f} s: {:.0f} tokens/s\n", total_run, total_s,
+                           total_s > 0 ? static_cast<double>(total_run) / total_s : 0.0);
+
+  if (!o.output.empty()) {
+    std::ofstream out(o.output);
+    if (!out) throw Error("-o: " + o.output + " cannot be written");
+    out << figure(o, cells, trained);
+    if (!out) throw Error("-o: writing " + o.output + " failed");
+  }
+
+  if (o.json) {
+    nlohmann::json results = nlohmann::json::array();
+    nlohmann::json table = nlohmann::json::object();
+    for (const Cell& c : cells) {
+      const llama::PerplexityResult& r = c.result;
+      results.push_back({{"method", c.method},
+                         {"ctx", c.ctx},
+                         {"factor", c.factor},
+                         {"windows", r.windows},
+                         {"tokens_run", r.tokens_run},
+                         {"tokens_scored", r.tokens_scored},
+                         {"nll", number_or_null(r.tokens_scored ? r.nll_sum / static_cast<double>(r.tokens_scored) : NAN)},
+                         {"perplexity", number_or_null(r.perplexity)},
+                         {"seconds", r.seconds},
+                         {"tokens_per_second", r.seconds > 0 ? static_cast<double>(r.tokens_run) / r.seconds : 0.0},
+                         {"rerotations", r.rerotations}});
+      table[c.method][std::to_string(c.ctx)] = number_or_null(r.perplexity);
+    }
+    nlohmann::json j = {{"model", o.model},
+                        {"text", o.text},
+                        {"text_bytes", text.size()},
+                        {"text_tokens", tokens.size()},
+                        {"trained_context", trained},
+                        {"protocol", o.stride == 0 ? "windows" : "sliding"},
+                        {"max_tokens", o.max_tokens},
+                        {"stride", o.stride},
+                        {"step", o.step},
+                        {"threads", o.threads},
+                        {"factor", o.factor ? nlohmann::json(*o.factor) : nlohmann::json("max(1, ctx / trained_context)")},
+                        {"attention_factor", o.attention_factor ? nlohmann::json(*o.attention_factor) : nlohmann::json(nullptr)},
+                        {"contexts", o.ctx},
+                        {"methods", o.methods},
+                        {"results", results},
+                        {"table", table}};
+    std::cout << j.dump(2) << "\n";
+    return;
+  }
+  fmt::print("perplexity of {} on {} ({} tokens)\n{}\n\n", o.model, o.text, tokens.size(), protocol_line(o, trained));
+  fmt::print("{:<14}", "method");
+  for (std::int64_t c : o.ctx) fmt::print("{:>11}", c);
+  fmt::print("\n");
+  for (const std::string& m : o.methods) {
+    fmt::print("{:<14}", m);
+    for (const Cell& c : cells) {
+      if (c.method == m) fmt::print("{:>11}", std::isfinite(c.result.perplexity) ? fmt::format("{:.3f}", c.result.perplexity) : "-");
+    }
+    fmt::print("\n");
+  }
+}
+
+}  // namespace
+
+void add_eval(CLI::App& app) {
+  auto o = std::make_shared<EvalOptions>();
+  o->threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  CLI::App* cmd = app.add_subcommand(
+      "eval",
+      "Perplexity of a Llama model file (llama2.ts v1 format, e.g. stories260K) over a text, for every RoPE scaling "
+      "method and context: docs/DESIGN.md §8 (non-overlapping windows, first token BOS, second half scored), or a "
+      "sliding window with --stride. The factor is s = max(1, ctx / trained context) unless --factor is given. "
+      "Progress on stderr; a table (or --json) on stdout; -o writes perplexity against context as SVG.");
+  cmd->add_option("--model", o->model, "The model file (v1 format)")->required();
+  cmd->add_option("--text", o->text, "The text (UTF-8), tokenized whole, as it is")->required();
+  cmd->add_option("--ctx", o->ctx, "Contexts, e.g. 512,1024,2048")->delimiter(',')->capture_default_str();
+  cmd->add_option("--method", o->methods,
+                  "Methods: none, linear, ntk, yarn, yarn-paper, dynamic, dynamic-yarn, llama3")
+      ->delimiter(',')
+      ->capture_default_str();
+  cmd->add_option("--factor", o->factor, "Scaling factor s for every context (default: max(1, ctx / trained context))");
+  cmd->add_option("--attention-factor", o->attention_factor,
+                  "YaRN methods only: this attention factor instead of 0.1 ln(s) + 1 (1 switches the temperature off)");
+  cmd->add_option("--max-tokens", o->max_tokens, "Tokens of the text used at most")->capture_default_str();
+  cmd->add_option("--stride", o->stride, "Sliding-window evaluation as YaRN's eval/perplexity.py (BOS + ctx-1 tokens per window, the "
+                  "last S scored) with this stride S (0: non-overlapping windows)")
+      ->capture_default_str();
+  cmd->add_option("--step", o->step,
+                  "Tokens per forward step; dynamic methods recompute their frequencies (and re-rotate the cached "
+                  "keys) once per step, for the length at its end")
+      ->capture_default_str();
+  cmd->add_option("--threads", o->threads, "Threads of the forward pass")->capture_default_str();
+  cmd->add_flag("--json", o->json, "Print one JSON object instead of the table");
+  cmd->add_option("-o,--output", o->output, "Write perplexity against context (one line per method) as SVG");
+  cmd->callback([o] { run_eval(*o); });
+}
+
+}  // namespace posenc::cli

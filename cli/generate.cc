@@ -1,0 +1,88 @@
+// `posenc generate --model M --prompt TEXT`: continue a prompt with a Llama model, as a sanity
+// check of the forward pass and of a scaling method (greedy unless --temperature is set).
+#include <algorithm>
+#include <cmath>
+#include <iostream>
+#include <memory>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "commands.h"
+#include "posenc/error.h"
+#include "posenc/llama.h"
+
+namespace posenc::cli {
+namespace {
+
+struct GenerateOptions {
+  std::string model;
+  std::string prompt;
+  std::int64_t tokens = 128;
+  double temperature = 0.0;
+  std::uint64_t seed = 1;
+  std::string method = "none";
+  double factor = 1.0;
+  int threads = 1;
+};
+
+std::int32_t pick(const std::vector<float>& logits, double temperature, std::mt19937_64& rng) {
+  if (temperature <= 0.0) {
+    return static_cast<std::int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+  }
+  const float mx = *std::max_element(logits.begin(), logits.end());
+  std::vector<double> p(logits.size());
+  for (std::size_t i = 0; i < p.size(); ++i) p[i] = std::exp((logits[i] - mx) / temperature);
+  std::discrete_distribution<std::int32_t> dist(p.begin(), p.end());
+  return dist(rng);
+}
+
+void run_generate(const GenerateOptions& o) {
+  if (o.tokens < 0) throw Error("--tokens (" + std::to_string(o.tokens) + ") must not be negative");
+  if (!(o.temperature >= 0.0)) throw Error("--temperature (" + std::to_string(o.temperature) + ") must be >= 0");
+  const llama::Model model = llama::Model::load(o.model);
+  const llama::Tokenizer& tok = model.tokenizer();
+  std::vector<std::int32_t> ids{tok.bos_id()};
+  const std::vector<std::int32_t> prompt = tok.encode(o.prompt);
+  ids.insert(ids.end(), prompt.begin(), prompt.end());
+  llama::Session session(model, {.rope = model.rope_spec(o.method, o.factor),
+                                 .capacity = static_cast<std::int64_t>(ids.size()) + o.tokens,
+                                 .threads = o.threads});
+  std::vector<float> logits(static_cast<std::size_t>(model.config().vocab_size));
+  std::mt19937_64 rng(o.seed);
+  session.forward(ids, logits, static_cast<std::int64_t>(ids.size()) - 1);
+  std::cout << o.prompt << std::flush;
+  for (std::int64_t i = 0; i < o.tokens; ++i) {
+    const std::int32_t next = pick(logits, o.temperature, rng);
+    if (next == tok.bos_id() || next == tok.eos_id()) break;  // the stories end with BOS
+    std::string text = tok.decode(next);
+    if (ids.size() == 1 && !text.empty() && text[0] == ' ') text.erase(0, 1);  // the dummy prefix
+    std::cout << text << std::flush;
+    ids.push_back(next);
+    session.forward(std::span<const std::int32_t>(&ids.back(), 1), logits);
+  }
+  std::cout << "\n";
+}
+
+}  // namespace
+
+void add_generate(CLI::App& app) {
+  auto o = std::make_shared<GenerateOptions>();
+  o->threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  CLI::App* cmd = app.add_subcommand(
+      "generate", "Continue a prompt with a Llama model file (llama2.ts v1 format, e.g. stories260K): greedy by "
+                  "default, with any RoPE scaling method. Prints the prompt and its continuation.");
+  cmd->add_option("--model", o->model, "The model file (v1 format)")->required();
+  cmd->add_option("--prompt", o->prompt, "The text to continue")->required();
+  cmd->add_option("--tokens", o->tokens, "Tokens to generate at most (stops early at BOS/EOS)")->capture_default_str();
+  cmd->add_option("--temperature", o->temperature, "0: greedy; else sample from softmax(logits / T)")->capture_default_str();
+  cmd->add_option("--seed", o->seed, "Seed of the sampler")->capture_default_str();
+  cmd->add_option("--method", o->method, "RoPE scaling method (none, linear, ntk, yarn, yarn-paper, dynamic, "
+                                         "dynamic-yarn, llama3)")->capture_default_str();
+  cmd->add_option("--factor", o->factor, "Scaling factor s")->capture_default_str();
+  cmd->add_option("--threads", o->threads, "Threads of the forward pass")->capture_default_str();
+  cmd->callback([o] { run_generate(*o); });
+}
+
+}  // namespace posenc::cli

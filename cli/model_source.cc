@@ -1,0 +1,122 @@
+#include "model_source.h"
+
+#include <cctype>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "posenc/error.h"
+#include "posenc/gguf.h"
+#include "posenc/presets.h"
+
+namespace posenc::cli {
+namespace {
+
+// A .gguf name, or (whatever the name) a file that starts with the GGUF magic.
+bool is_gguf(const std::string& path) {
+  const std::filesystem::path p(path);
+  std::string ext = p.extension().string();
+  for (char& c : ext) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (ext == ".gguf") return true;
+  char magic[4] = {};
+  std::ifstream in(p, std::ios::binary);
+  return in.read(magic, 4) && std::string_view(magic, 4) == "GGUF";
+}
+
+// The file's own loader: by extension, so a misnamed file gets a parse error from the loader
+// it looks like rather than a guess.
+ModelConfig load_file(const std::string& path) {
+  if (is_gguf(path)) return load_gguf_model(path).config;
+  return load_hf_config(path);
+}
+
+ModelConfig load_preset(const std::string& name) {
+  try {
+    return posenc::load_preset(name);
+  } catch (const Error& e) {
+    throw Error(std::string("--preset: ") + e.what());
+  }
+}
+
+// Flags whose value is optional in ExtendOptions: set only when given.
+template <typename T>
+void add_optional(CLI::App* cmd, const std::string& flag, std::optional<T>& field,
+                  const std::string& help) {
+  cmd->add_option_function<T>(flag, [&field](const T& v) { field = v; }, help)
+      ->group("Context extension");
+}
+
+// --scaling, --target-context, --factor and the method parameters (extend.h).
+void add_extension_options(CLI::App* cmd, ExtendOptions& e) {
+  add_optional(cmd, "--scaling", e.scaling,
+               "Extend the model with this method: linear, ntk, dynamic, yarn, yarn-paper, "
+               "dynamic-yarn, llama3, longrope (models with LongRoPE lists only) or none");
+  add_optional(cmd, "--target-context", e.target_context,
+               "Context to reach: factor = N / the model's original context "
+               "(original_max_position_embeddings, else max_position_embeddings)");
+  add_optional(cmd, "--factor", e.factor,
+               "Scaling factor s (instead of --target-context, or agreeing with it)");
+  add_optional(cmd, "--rope-theta", e.rope_theta, "Replace the model's RoPE base");
+  add_optional(cmd, "--beta-fast", e.beta_fast,
+               "YaRN: rotations above which pairs keep their frequency");
+  add_optional(cmd, "--beta-slow", e.beta_slow, "YaRN: rotations below which pairs are interpolated");
+  add_optional(cmd, "--attention-factor", e.attention_factor,
+               "YaRN, LongRoPE: attention factor (multiplies cos and sin)");
+  add_optional(cmd, "--mscale", e.mscale, "YaRN (DeepSeek): numerator mscale of the attention factor");
+  add_optional(cmd, "--mscale-all-dim", e.mscale_all_dim,
+               "YaRN (DeepSeek): denominator mscale, and the softmax scale");
+  cmd->add_option_function<std::string>(
+         "--truncate",
+         [&e](const std::string& v) {
+           if (v != "true" && v != "false") {
+             throw Error("--truncate (\"" + v + "\") must be true or false");
+           }
+           e.truncate = v == "true";
+         },
+         "YaRN: floor/ceil the correction range (true, the default) or not (false, as gpt-oss)")
+      ->group("Context extension");
+  add_optional(cmd, "--extrapolation-factor", e.extrapolation_factor,
+               "YaRN: weight of the extrapolated frequency (llama.cpp ext_factor)");
+  add_optional(cmd, "--low-freq-factor", e.low_freq_factor, "llama3: low_freq_factor");
+  add_optional(cmd, "--high-freq-factor", e.high_freq_factor, "llama3: high_freq_factor");
+}
+
+}  // namespace
+
+void add_model_source_options(CLI::App* cmd, ModelSourceOptions& options) {
+  cmd->add_option("model", options.path, "The model: a Hugging Face config.json (or a .gguf file)");
+  cmd->add_option("--preset", options.preset, "A built-in model preset instead of a file (see `posenc presets`)");
+  cmd->add_option("--layer-type", options.layer_type,
+                  "For configs with one RoPE per layer type (transformers v5): which one");
+  add_extension_options(cmd, options.extend);
+}
+
+ModelConfig load_model_source(const ModelSourceOptions& o) {
+  if (o.path.empty() == o.preset.empty()) {
+    throw Error(o.path.empty() ? "a model is required: give a config.json or .gguf file, or --preset NAME"
+                               : "give either a model file (\"" + o.path + "\") or --preset (\"" + o.preset +
+                                     "\"), not both");
+  }
+  ModelConfig config = o.path.empty() ? load_preset(o.preset) : load_file(o.path);
+  if (!o.layer_type.empty()) {
+    const auto it = config.layer_specs.find(o.layer_type);
+    if (it == config.layer_specs.end()) {
+      std::string known;
+      for (const auto& [name, unused] : config.layer_specs) known += (known.empty() ? "" : ", ") + name;
+      throw Error("--layer-type (\"" + o.layer_type + "\") is not a layer type of " + config.source +
+                  (known.empty() ? " (it has a single RoPE setup)" : " (it has: " + known + ")"));
+    }
+    config.spec = it->second;
+  }
+  if (!o.extend.empty()) {
+    std::vector<std::string> warnings;
+    config.spec = extend_spec(config.spec, o.extend, &warnings);
+    config.warnings.insert(config.warnings.end(), warnings.begin(), warnings.end());
+  }
+  return config;
+}
+
+}  // namespace posenc::cli

@@ -1,0 +1,132 @@
+// `posenc plot KIND [MODEL] -o FILE.svg`: one figure of figures.h as an SVG file.
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "commands.h"
+#include "default_model.h"
+#include "posenc/error.h"
+#include "posenc/figures.h"
+
+namespace posenc::cli {
+namespace {
+
+struct Kind {
+  std::string_view name;
+  std::string_view help;
+  bool sinusoidal;  // takes --positions / --d-model / --base / --layout, not a model
+};
+
+constexpr Kind kKinds[] = {
+    {"sinusoidal", "heatmap of PE(p, j), positions x dims (default 50 x 128; the seed's other example: "
+                   "--positions 200 --d-model 150)", true},
+    {"similarity", "heatmap of PE(p) . PE(q) for every pair of positions (default 100 positions, d 128)", true},
+    {"wavelengths", "wavelength per pair (log) for plain RoPE and each scaling method, L marked", false},
+    {"yarn-ramp", "YaRN's interpolation weight: ramp over the pair index vs the paper's ramp over r = L/λ", false},
+    {"decay", "RoFormer §3.4.3 long-term decay bound vs relative distance, one curve per method", false},
+    {"attention-factor", "attention factor vs scale factor s in [1, 64]: YaRN, DeepSeek, LongRoPE", false},
+};
+
+struct PlotOptions {
+  std::string kind;
+  ModelSourceOptions model;
+  std::optional<std::int64_t> positions;
+  std::optional<std::int64_t> d_model;
+  std::optional<double> base;
+  std::optional<std::string> layout;
+  std::string output;
+};
+
+const Kind& find_kind(std::string_view name) {
+  std::string known;
+  for (const Kind& k : kKinds) {
+    if (k.name == name) return k;
+    known += (known.empty() ? "" : ", ") + std::string(k.name);
+  }
+  throw Error("plot: KIND (\"" + std::string(name) + "\") must be one of " + known);
+}
+
+std::string figure_for(const Kind& kind, const PlotOptions& o) {
+  const bool model_given = !o.model.path.empty() || !o.model.preset.empty() || !o.model.layer_type.empty() ||
+                           !o.model.extend.empty();
+  if (kind.sinusoidal) {
+    if (model_given) {
+      throw Error("plot " + std::string(kind.name) +
+                  ": the sinusoidal encoding takes no model; use --positions, --d-model, --base, --layout");
+    }
+    SinusoidalSpec spec;
+    spec.d_model = o.d_model.value_or(128);
+    spec.base = o.base.value_or(kDefaultRopeTheta);
+    if (o.layout) {
+      if (*o.layout == "interleaved") {
+        spec.layout = SinusoidalLayout::kInterleaved;
+      } else if (*o.layout == "concatenated") {
+        spec.layout = SinusoidalLayout::kConcatenated;
+      } else {
+        throw Error("--layout (\"" + *o.layout + "\") must be interleaved or concatenated");
+      }
+    }
+    if (kind.name == "sinusoidal") return figures::sinusoidal_figure(spec, o.positions.value_or(50));
+    return figures::similarity_figure(spec, o.positions.value_or(100));
+  }
+  for (const auto& [given, flag] : {std::pair{o.positions.has_value(), "--positions"},
+                                    std::pair{o.d_model.has_value(), "--d-model"},
+                                    std::pair{o.base.has_value(), "--base"},
+                                    std::pair{o.layout.has_value(), "--layout"}}) {
+    if (given) {
+      throw Error("plot " + std::string(kind.name) + ": " + flag +
+                  " applies to the sinusoidal kinds only; this figure takes a model (CONFIG, GGUF or --preset)");
+    }
+  }
+  const ModelConfig config = load_model_or_default(o.model);
+  for (const std::string& w : config.warnings) std::cerr << "posenc: warning: " << w << "\n";
+  const std::string name = model_display_name(o.model, config);
+  if (kind.name == "wavelengths") return figures::wavelength_figure(config.spec, name);
+  if (kind.name == "yarn-ramp") return figures::yarn_ramp_figure(config.spec, name);
+  if (kind.name == "decay") return figures::decay_figure(config.spec, name);
+  return figures::attention_factor_figure(config.spec, name);
+}
+
+void run_plot(const PlotOptions& o) {
+  if (o.kind.empty()) throw Error("plot: KIND is required (see `posenc plot --help`)");
+  const Kind& kind = find_kind(o.kind);
+  if (o.output.empty()) throw Error("plot: -o FILE.svg is required (\"-o -\" writes to stdout)");
+  const std::string svg = figure_for(kind, o);
+  if (o.output == "-") {
+    std::cout << svg;
+    return;
+  }
+  std::ofstream out(o.output, std::ios::binary);
+  out << svg;
+  out.close();
+  if (!out) throw Error("plot: cannot write -o (\"" + o.output + "\")");
+  std::cerr << "posenc: wrote " << o.output << " (" << svg.size() << " bytes)\n";
+}
+
+}  // namespace
+
+void add_plot(CLI::App& app) {
+  auto opts = std::make_shared<PlotOptions>();
+  std::string kinds = "KIND is one of:";
+  for (const Kind& k : kKinds) kinds += "\n  " + std::string(k.name) + std::string(18 - k.name.size(), ' ') + std::string(k.help);
+  CLI::App* cmd = app.add_subcommand("plot", "Draw one figure as an SVG file.\n" + kinds +
+                                                 "\nThe model kinds default to Llama 2 7B extended 16x with YaRN "
+                                                 "(examples/configs/llama-2-7b-yarn16.json).");
+  cmd->add_option("kind", opts->kind, "What to draw (see above)");
+  add_model_source_options(cmd, opts->model);
+  cmd->add_option("-o,--output", opts->output, "The SVG file to write (\"-\": stdout)");
+  cmd->add_option_function<std::int64_t>("--positions", [opts](const std::int64_t& v) { opts->positions = v; },
+                                         "sinusoidal, similarity: number of positions (default 50; 100 for similarity)");
+  cmd->add_option_function<std::int64_t>("--d-model", [opts](const std::int64_t& v) { opts->d_model = v; },
+                                         "sinusoidal, similarity: encoding width, even (default 128)");
+  cmd->add_option_function<double>("--base", [opts](const double& v) { opts->base = v; },
+                                   "sinusoidal, similarity: frequency base (default 10000)");
+  cmd->add_option_function<std::string>("--layout", [opts](const std::string& v) { opts->layout = v; },
+                                        "sinusoidal, similarity: interleaved (the paper) or concatenated");
+  cmd->callback([opts] { run_plot(*opts); });
+}
+
+}  // namespace posenc::cli

@@ -1,0 +1,56 @@
+// `posenc report [MODEL] -o report.html`: the HTML report of report.h for one model.
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <string>
+
+#include "commands.h"
+#include "default_model.h"
+#include "posenc/error.h"
+#include "posenc/report.h"
+#include "posenc/version.h"
+
+namespace posenc::cli {
+namespace {
+
+struct ReportCliOptions {
+  ModelSourceOptions model;
+  std::string output;
+};
+
+void run_report(const ReportCliOptions& o) {
+  if (o.output.empty()) throw Error("report: -o FILE.html is required (\"-o -\" writes to stdout)");
+  ReportOptions r;
+  r.config = load_model_or_default(o.model);
+  r.model_name = model_display_name(o.model, r.config);
+  r.generator = std::string("posenc ") + POSENC_VERSION_STRING;
+  r.progress = [](std::string_view what) { std::cerr << "report: " << what << "\n"; };
+  std::cerr << "report: model " << r.model_name << " (" << r.config.source << ")\n";
+  for (const std::string& w : r.config.warnings) std::cerr << "posenc: warning: " << w << "\n";
+  const std::string html = html_report(r);
+  if (o.output == "-") {
+    std::cout << html;
+    return;
+  }
+  std::ofstream out(o.output, std::ios::binary);
+  out << html;
+  out.close();
+  if (!out) throw Error("report: cannot write -o (\"" + o.output + "\")");
+  std::cerr << "report: wrote " << o.output << " (" << html.size() << " bytes)\n";
+}
+
+}  // namespace
+
+void add_report(CLI::App& app) {
+  auto opts = std::make_shared<ReportCliOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "report",
+      "Write one self-contained HTML page about a model's positional encoding: the model summary, every "
+      "figure of `posenc plot`, the per-pair table of `posenc inspect`, the engine comparison and the "
+      "results of `posenc verify`. Without a model: Llama 2 7B extended 16x with YaRN.");
+  add_model_source_options(cmd, opts->model);
+  cmd->add_option("-o,--output", opts->output, "The HTML file to write (\"-\": stdout)");
+  cmd->callback([opts] { run_report(*opts); });
+}
+
+}  // namespace posenc::cli

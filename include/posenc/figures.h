@@ -1,0 +1,84 @@
+// posenc/figures.h: the figures of `posenc plot` and `posenc report`, each returned as SVG text.
+//
+//   sinusoidal_figure   PE(p, j) of "Attention Is All You Need" as a heatmap, positions x dims
+//                       (the seed document's "128维50输入" = 50 x 128 and "150维200输入" = 200 x 150)
+//   similarity_figure   PE(p) . PE(q) for every pair of positions: a function of p - q only
+//   wavelength_figure   lambda_i = 2 pi / w_i per pair (log) for plain RoPE and each scaling method
+//   yarn_ramp_figure    YaRN's interpolation weight: the implementations' ramp over the pair index
+//                       and the paper's ramp over r = L / lambda, side by side
+//   decay_figure        RoFormer §3.4.3's long-term decay bound vs relative distance, per method
+//   attention_factor_figure
+//                       attention factors vs the scale factor s: YaRN, DeepSeek, LongRoPE
+//
+// The RoPE figures compare methods in one Scenario taken from the model: its dims and base, its
+// scale factor s (8 when the model has no scaling), its original context L and the extended
+// context s L. Every title starts with the stable prefix given below, so that tests and readers
+// can find a figure.
+//
+// Example:
+//   posenc::RopeSpec spec = ...;  // Llama 2 7B, yarn, s = 16, L = 4096
+//   std::ofstream("wavelengths.svg") << posenc::figures::wavelength_figure(spec, "Llama 2 7B");
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "posenc/frequencies.h"
+#include "posenc/sinusoidal.h"
+#include "posenc/spec.h"
+
+namespace posenc::figures {
+
+inline constexpr std::string_view kSinusoidalTitle = "Sinusoidal positional encoding";
+inline constexpr std::string_view kSimilarityTitle = "Similarity of sinusoidal encodings";
+inline constexpr std::string_view kWavelengthTitle = "Wavelength per rotated pair";
+inline constexpr std::string_view kYarnRampTitle = "YaRN interpolation weight";
+inline constexpr std::string_view kDecayTitle = "RoPE long-term decay";
+inline constexpr std::string_view kAttentionFactorTitle = "Attention factor vs scale factor";
+
+// The scale factor the RoPE figures use for a model without scaling (Llama 3.1's factor).
+inline constexpr double kDefaultFigureFactor = 8.0;
+// The original context assumed when a model names none (Llama 2's).
+inline constexpr std::int64_t kDefaultFigureContext = 4096;
+
+struct Scenario {
+  double factor = 1.0;                  // s: the model's factor, or kDefaultFigureFactor
+  std::int64_t original_context = 0;    // L: original_max_position_embeddings, else L', else 4096
+  std::int64_t extended_context = 0;    // round(s L)
+};
+
+Scenario scenario_of(const RopeSpec& model);
+
+// One method applied to the model's dims and base in the scenario.
+struct MethodVariant {
+  std::string label;         // "yarn ×16", "dynamic NTK at 65536", ...
+  RopeSpec spec;
+  std::int64_t seq_len = 0;  // the sequence length the frequencies are computed at
+  Frequencies frequencies;   // compute_frequencies(spec, kPrecise, seq_len)
+  bool is_model = false;     // this is the model's own method (label ends in "(model)")
+};
+
+// Plain RoPE, linear, ntk, dynamic NTK at the extended context, yarn, yarn-paper and llama3,
+// plus the model's own method when it is none of these (longrope, proportional, dynamic-yarn).
+// The yarn and llama3 variants take the model's yarn / llama3 parameters when it has them.
+std::vector<MethodVariant> method_variants(const RopeSpec& model);
+
+// RoFormer §3.4.3 (eq. 37): the relative upper bound (1/n) sum_{j=1..n} |S_j| with
+// S_j = sum_{k<j} exp(i delta w_k). Equal to (n + 1) / 2 at delta = 0.
+double relative_upper_bound(std::span<const double> inv_freq, double delta);
+
+// Throws Error naming the field when spec is invalid, positions is outside [1, 4096] or
+// positions * d_model exceeds 10^6 cells.
+std::string sinusoidal_figure(const SinusoidalSpec& spec, std::int64_t positions);
+std::string similarity_figure(const SinusoidalSpec& spec, std::int64_t positions);
+
+// `model_name` appears in the title ("" leaves it out). Throw Error when the spec is invalid.
+std::string wavelength_figure(const RopeSpec& model, std::string_view model_name = {});
+std::string yarn_ramp_figure(const RopeSpec& model, std::string_view model_name = {});
+std::string decay_figure(const RopeSpec& model, std::string_view model_name = {});
+std::string attention_factor_figure(const RopeSpec& model, std::string_view model_name = {});
+
+}  // namespace posenc::figures

@@ -1,0 +1,601 @@
+// A GGUF file's metadata -> ModelConfig and the ggml_rope_ext parameters llama.cpp uses
+// (gguf.h, GgufModel). llama.cpp sources of each rule: src/llama-model.cpp (load_hparams:
+// defaults and keys; llama_model_rope_type: the layout), src/llama-context.cpp (the context's
+// rope parameters: freq_scale, ext_factor, the yarn attention factor), src/llama-arch.cpp (key
+// and tensor names) and convert_hf_to_gguf.py (what each key was written from).
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <limits>
+#include <set>
+#include <string>
+
+#include "format.h"
+#include "posenc/error.h"
+#include "posenc/frequencies.h"
+#include "posenc/gguf.h"
+
+namespace posenc {
+namespace {
+
+using detail::num;
+
+enum class RopeType { kNone, kNorm, kNeox, kMrope };
+
+struct ArchRope {
+  std::string_view arch;
+  RopeType type;
+};
+
+// llama_model_rope_type() in src/llama-model.cpp of llama.cpp at commit
+// 00342301d01add50835550e8a916f12097d94517, each LLM_ARCH_* written as its LLM_ARCH_NAMES
+// string (src/llama-arch.cpp). NORM rotates pairs (2i, 2i+1), NEOX pairs (i, i + n/2), MROPE is
+// NEOX with per-section positions (equal for text).
+constexpr ArchRope kArchRope[] = {
+    // "these models do not use RoPE"
+    {"clip", RopeType::kNone}, {"gpt2", RopeType::kNone}, {"gptj", RopeType::kNone},
+    {"mpt", RopeType::kNone}, {"refact", RopeType::kNone}, {"bloom", RopeType::kNone},
+    {"mamba", RopeType::kNone}, {"mamba2", RopeType::kNone}, {"jamba", RopeType::kNone},
+    {"jina-bert-v2", RopeType::kNone}, {"t5", RopeType::kNone}, {"t5encoder", RopeType::kNone},
+    {"jais", RopeType::kNone}, {"rwkv6", RopeType::kNone}, {"rwkv6qwen2", RopeType::kNone},
+    {"rwkv7", RopeType::kNone}, {"arwkv7", RopeType::kNone},
+    {"wavtokenizer-dec", RopeType::kNone}, {"nemotron_h", RopeType::kNone},
+    // LLAMA_ROPE_TYPE_NORM: "pairs of consecutive head values"
+    {"llama", RopeType::kNorm}, {"llada", RopeType::kNorm}, {"llama4", RopeType::kNorm},
+    {"deci", RopeType::kNorm}, {"baichuan", RopeType::kNorm}, {"starcoder", RopeType::kNorm},
+    {"internlm2", RopeType::kNorm}, {"minicpm", RopeType::kNorm}, {"xverse", RopeType::kNorm},
+    {"command-r", RopeType::kNorm}, {"cohere2", RopeType::kNorm}, {"olmo", RopeType::kNorm},
+    {"arctic", RopeType::kNorm}, {"deepseek", RopeType::kNorm}, {"deepseek2", RopeType::kNorm},
+    {"plm", RopeType::kNorm}, {"chatglm", RopeType::kNorm}, {"glm4", RopeType::kNorm},
+    {"granite", RopeType::kNorm}, {"granitemoe", RopeType::kNorm},
+    {"granitehybrid", RopeType::kNorm}, {"chameleon", RopeType::kNorm},
+    {"bailingmoe", RopeType::kNorm}, {"neo-bert", RopeType::kNorm}, {"smollm3", RopeType::kNorm},
+    {"arcee", RopeType::kNorm}, {"ernie4_5", RopeType::kNorm}, {"ernie4_5-moe", RopeType::kNorm},
+    // LLAMA_ROPE_TYPE_NEOX: "the pairs of head values are offset by n_rot/2"
+    {"falcon", RopeType::kNeox}, {"falcon-h1", RopeType::kNeox}, {"grok", RopeType::kNeox},
+    {"dbrx", RopeType::kNeox}, {"bert", RopeType::kNeox}, {"jina-bert-v3", RopeType::kNeox},
+    {"nomic-bert", RopeType::kNeox}, {"nomic-bert-moe", RopeType::kNeox},
+    {"stablelm", RopeType::kNeox}, {"bitnet", RopeType::kNeox}, {"qwen", RopeType::kNeox},
+    {"qwen2", RopeType::kNeox}, {"dream", RopeType::kNeox}, {"qwen2moe", RopeType::kNeox},
+    {"qwen3", RopeType::kNeox}, {"qwen3moe", RopeType::kNeox}, {"qwen3next", RopeType::kNeox},
+    {"llada-moe", RopeType::kNeox}, {"olmo2", RopeType::kNeox}, {"olmoe", RopeType::kNeox},
+    {"phi2", RopeType::kNeox}, {"phi3", RopeType::kNeox}, {"phimoe", RopeType::kNeox},
+    {"plamo", RopeType::kNeox}, {"plamo2", RopeType::kNeox}, {"gemma", RopeType::kNeox},
+    {"gemma2", RopeType::kNeox}, {"gemma3", RopeType::kNeox}, {"gemma3n", RopeType::kNeox},
+    {"gemma-embedding", RopeType::kNeox}, {"starcoder2", RopeType::kNeox},
+    {"openelm", RopeType::kNeox}, {"gptneox", RopeType::kNeox}, {"codeshell", RopeType::kNeox},
+    {"orion", RopeType::kNeox}, {"nemotron", RopeType::kNeox}, {"exaone", RopeType::kNeox},
+    {"exaone4", RopeType::kNeox}, {"minicpm3", RopeType::kNeox},
+    {"bailingmoe2", RopeType::kNeox}, {"dots1", RopeType::kNeox},
+    {"hunyuan-moe", RopeType::kNeox}, {"gpt-oss", RopeType::kNeox},
+    {"hunyuan-dense", RopeType::kNeox}, {"lfm2", RopeType::kNeox}, {"lfm2moe", RopeType::kNeox},
+    {"smallthinker", RopeType::kNeox}, {"glm4moe", RopeType::kNeox}, {"seed_oss", RopeType::kNeox},
+    {"grovemoe", RopeType::kNeox}, {"apertus", RopeType::kNeox},
+    // LLAMA_ROPE_TYPE_MROPE
+    {"qwen2vl", RopeType::kMrope},
+};
+
+const ArchRope* find_arch(std::string_view arch) {
+  for (const ArchRope& a : kArchRope) {
+    if (a.arch == arch) return &a;
+  }
+  return nullptr;
+}
+
+// llama.cpp's defaults (src/llama-hparams.h and load_hparams).
+constexpr float kFreqBase = 10000.0f;  // rope_freq_base_train when rope.freq_base is absent
+constexpr float kBetaFast = 32.0f;     // yarn_beta_fast
+constexpr float kBetaSlow = 1.0f;      // yarn_beta_slow
+// convert_hf_to_gguf.py's DeepseekV2Model writes yarn_log_multiplier = 0.1 * mscale_all_dim;
+// load_hparams divides it back ([TAG_DEEPSEEK2_YARN_LOG_MUL_FIX]).
+constexpr float kDeepseek2LogMulScale = 0.1f;
+
+// The float32 get_mscale of llama-context.cpp: 1 if s <= 1 else 0.1 m ln s + 1.
+float get_mscale(float scale, float mscale) {
+  return scale <= 1.0f ? 1.0f : 0.1f * mscale * std::log(scale) + 1.0f;
+}
+
+// The shortest decimal d with float32(scale * d) == f: the number the converter most likely
+// started from (a Python float, times `scale`, rounded to f32). With scale 1 this reads 0.1f as
+// 0.1, not 0.100000001; with scale 0.1 it reads DeepSeek-2's 0.0707f as 0.707.
+double decimal_of(float f, double scale = 1.0) {
+  if (!std::isfinite(f)) return static_cast<double>(f);
+  const double x = static_cast<double>(f) / scale;
+  char buf[32];
+  for (int precision = 1; precision <= 17; ++precision) {
+    std::snprintf(buf, sizeof buf, "%.*g", precision, x);
+    const double d = std::strtod(buf, nullptr);
+    if (static_cast<float>(scale * d) == f) return d;
+  }
+  return x;
+}
+
+bool mentions_rope(std::string key) {
+  for (char& c : key) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return key.find("rope") != std::string::npos || key.find("rotary") != std::string::npos;
+}
+
+// A number as the spec (double) and llama.cpp (float32) see it.
+struct Number {
+  double value;  // f32: decimal_of; f64 and integers: exact
+  float f32;     // what llama.cpp's get_key(float) holds
+};
+
+class Mapper {
+ public:
+  explicit Mapper(const GgufFile& file) : f_(file) {}
+
+  GgufModel map() {
+    GgufModel out;
+    ModelConfig& c = out.config;
+    c.source = f_.source;
+    const auto arch = string("general.architecture");
+    if (!arch) fail("general.architecture is missing; it names the model's architecture");
+    arch_ = *arch;
+    c.model_type = arch_;
+    p_ = arch_ + ".";
+    RopeSpec& s = c.spec;
+    read_layout(s);
+    read_dims(s);
+    read_scaling(s, out.ggml);
+    s.max_position_embeddings = ctx_train_;
+    finish(out);
+    return out;
+  }
+
+ private:
+  [[noreturn]] void fail(const std::string& what) const { throw Error(f_.source + ": " + what); }
+  void warn(const std::string& what) { warnings_.push_back(f_.source + ": " + what); }
+  void note(const std::string& what) { notes_.push_back(what); }
+
+  const GgufValue* get(const std::string& key) {
+    read_.insert(key);
+    return f_.find(key);
+  }
+
+  std::string show(const std::string& key, const GgufValue& v) const {
+    return key + " (" + v.describe() + ")";
+  }
+
+  std::optional<std::string> string(const std::string& key) {
+    const GgufValue* v = get(key);
+    if (!v) return std::nullopt;
+    if (v->type != GgufType::kString) fail(show(key, *v) + " must be a string");
+    return v->string_value;
+  }
+
+  // A non-negative integer of any integer type below 2^31 (ggml counts dims and contexts in
+  // int32); for an array (per-layer values, e.g. OpenELM's head counts) the first element.
+  std::optional<std::int64_t> integer(const std::string& key) {
+    const GgufValue* v = get(key);
+    if (!v) return std::nullopt;
+    std::optional<double> x;
+    if (v->type == GgufType::kArray) {
+      if (v->count == 0 || !v->number_at(0) || v->element_type == GgufType::kFloat32 ||
+          v->element_type == GgufType::kFloat64 || v->element_type == GgufType::kBool) {
+        fail(show(key, *v) + " must be an integer or a non-empty array of integers");
+      }
+      x = v->number_at(0);
+      for (std::uint64_t i = 1; i < v->count; ++i) {
+        if (v->number_at(i) != x) {
+          warn(show(key, *v) + " varies by layer; the first layer's value " + num(*x) + " is used");
+          break;
+        }
+      }
+    } else if (const auto i = v->as_integer()) {
+      x = static_cast<double>(*i);
+    } else {
+      fail(show(key, *v) + " must be an integer");
+    }
+    if (!(*x >= 0 && *x <= std::numeric_limits<std::int32_t>::max())) {
+      fail(show(key, *v) + " must be an integer in [0, 2^31)");
+    }
+    return static_cast<std::int64_t>(*x);
+  }
+
+  // A finite number: f32 (as llama.cpp stores these keys), f64, or an integer type.
+  std::optional<Number> number(const std::string& key) {
+    const GgufValue* v = get(key);
+    if (!v) return std::nullopt;
+    Number n{};
+    if (v->type == GgufType::kFloat32) {
+      n.f32 = static_cast<float>(v->float_value);
+      n.value = decimal_of(n.f32);
+    } else if (v->type == GgufType::kFloat64) {
+      n.value = v->float_value;
+      n.f32 = static_cast<float>(n.value);
+    } else if (const auto i = v->as_integer()) {
+      n.value = static_cast<double>(*i);
+      n.f32 = static_cast<float>(n.value);
+      warn(show(key, *v) + " is stored as an integer; llama.cpp reads it as f32");
+    } else {
+      fail(show(key, *v) + " must be a number (f32)");
+    }
+    if (!std::isfinite(n.value) || !std::isfinite(n.f32)) {
+      fail(show(key, *v) + " must be a finite number");
+    }
+    return n;
+  }
+
+  void read_layout(RopeSpec& s) {
+    const ArchRope* a = find_arch(arch_);
+    if (!a) {
+      fail("general.architecture (\"" + arch_ +
+           "\") is not an architecture in llama.cpp's llama_model_rope_type table, so its RoPE "
+           "layout (pairs (2i, 2i+1) or (i, i + n/2)) is unknown");
+    }
+    switch (a->type) {
+      case RopeType::kNone:
+        fail("general.architecture (\"" + arch_ + "\") uses no RoPE in llama.cpp (LLAMA_ROPE_TYPE_NONE)");
+      case RopeType::kNorm:
+        s.layout = Layout::kInterleaved;
+        mode_ = GgmlMode::kNormal;
+        note("mode 0 (LLAMA_ROPE_TYPE_NORM, pairs (2i, 2i+1)) for architecture " + arch_);
+        break;
+      case RopeType::kNeox:
+        s.layout = Layout::kHalfSplit;
+        mode_ = GgmlMode::kNeox;
+        note("mode 2 (LLAMA_ROPE_TYPE_NEOX, pairs (i, i + n/2)) for architecture " + arch_);
+        break;
+      case RopeType::kMrope:
+        s.layout = Layout::kHalfSplit;
+        mode_ = GgmlMode::kNeox;
+        warn("architecture " + arch_ + " uses multi-section RoPE (LLAMA_ROPE_TYPE_MROPE); for text "
+             "tokens every section has the same position, which is half-split RoPE as shown");
+        break;
+    }
+  }
+
+  // head_dim and rotary_dim as load_hparams: n_embd_head_k = embedding_length / head_count
+  // unless attention.key_length is set; n_rot = rope.dimension_count, else n_embd_head_k.
+  void read_dims(RopeSpec& s) {
+    const auto n_embd = integer(p_ + "embedding_length");
+    const auto n_head = integer(p_ + "attention.head_count");
+    const auto key_length = integer(p_ + "attention.key_length");
+    const auto n_rot = integer(p_ + "rope.dimension_count");
+    ctx_train_ = integer(p_ + "context_length").value_or(0);
+    if (ctx_train_ == 0) note(p_ + "context_length is not set");
+    if (arch_ == "deepseek2" && n_rot) {
+      // DeepSeek's RoPE runs on a separate qk_rope_head_dim slice (its HF config's head_dim).
+      s.head_dim = *n_rot;
+    } else if (key_length) {
+      s.head_dim = *key_length;
+    } else if (n_embd && n_head && *n_head > 0) {
+      if (*n_embd % *n_head != 0) {
+        fail(p_ + "embedding_length (" + std::to_string(*n_embd) + ") must be divisible by " + p_ +
+             "attention.head_count (" + std::to_string(*n_head) + ") to give the head dim");
+      }
+      s.head_dim = *n_embd / *n_head;
+    } else if (n_rot) {
+      s.head_dim = *n_rot;
+      warn("the head dim is unknown (no " + p_ + "attention.key_length, embedding_length or "
+           "attention.head_count); head_dim = " + p_ + "rope.dimension_count (" +
+           std::to_string(*n_rot) + ")");
+    } else {
+      fail("no " + p_ + "rope.dimension_count, and no " + p_ + "attention.key_length or " + p_ +
+           "embedding_length and " + p_ + "attention.head_count to give the head dim");
+    }
+    s.rotary_dim = n_rot.value_or(s.head_dim);
+    if (s.rotary_dim <= 0 || s.rotary_dim % 2 != 0) {
+      fail(p_ + "rope.dimension_count (" + std::to_string(s.rotary_dim) +
+           ") must be a positive even number");
+    }
+  }
+
+  // The factor tensors, checked against n_rot / 2.
+  const std::vector<float>* tensor(std::string_view name, const RopeSpec& s) {
+    const std::string legacy(name.substr(0, name.size() - std::string_view(".weight").size()));
+    if (f_.find_tensor(legacy)) {
+      warn("tensor \"" + legacy + "\" has no \".weight\" suffix: llama.cpp looks only for \"" +
+           std::string(name) + "\" and does not use it; neither does posenc");
+    }
+    const auto it = f_.rope_tensors.find(name);
+    if (it == f_.rope_tensors.end()) return nullptr;
+    const auto n = static_cast<std::size_t>(s.rotary_dim / 2);
+    if (it->second.size() != n) {
+      fail("tensor " + std::string(name) + " has " + std::to_string(it->second.size()) +
+           " elements; " + p_ + "rope.dimension_count (" + std::to_string(s.rotary_dim) +
+           ") needs " + std::to_string(n) + ", one per rotated pair");
+    }
+    for (std::size_t i = 0; i < n; ++i) {
+      if (!(it->second[i] > 0.0f) || !std::isfinite(it->second[i])) {
+        fail("tensor " + std::string(name) + "[" + std::to_string(i) + "] (" + num(it->second[i]) +
+             ") must be a finite number greater than 0");
+      }
+    }
+    return &it->second;
+  }
+
+  void read_scaling(RopeSpec& s, GgmlRopeParams& g) {
+    const std::string type_key = p_ + "rope.scaling.type";
+    const auto type_str = string(type_key);
+    if (type_str && *type_str != "none" && *type_str != "linear" && *type_str != "yarn" &&
+        *type_str != "longrope") {
+      fail(type_key + " (\"" + *type_str + "\") is not a scaling type llama.cpp knows (none, "
+           "linear, yarn, longrope)");
+    }
+    // load_hparams: `std::string rope_scaling("linear")` when the key is absent.
+    const std::string type = type_str.value_or("linear");
+
+    const auto base = number(p_ + "rope.freq_base");
+    s.rope_theta = base ? base->value : static_cast<double>(kFreqBase);
+    if (!base) note(p_ + "rope.freq_base is not set: llama.cpp's default 10000");
+
+    // rope.scaling.factor, else the old key rope.scale_linear; 0 means unset (freq_scale 1).
+    auto factor = number(p_ + "rope.scaling.factor");
+    if (!factor) {
+      factor = number(p_ + "rope.scale_linear");
+      if (factor) note("the factor comes from the legacy key " + p_ + "rope.scale_linear");
+    }
+    if (factor && factor->f32 == 0.0f) factor.reset();
+    if (factor && !(factor->value > 0)) {
+      fail(p_ + "rope.scaling.factor (" + num(factor->value) + ") must be greater than 0");
+    }
+    orig_ctx_ = integer(p_ + "rope.scaling.original_context_length");
+    const auto attn = number(p_ + "rope.scaling.attn_factor");
+    const auto log_mul = number(p_ + "rope.scaling.yarn_log_multiplier");
+    const auto ext = number(p_ + "rope.scaling.yarn_ext_factor");
+    const auto yarn_attn = number(p_ + "rope.scaling.yarn_attn_factor");
+    const auto beta_fast = number(p_ + "rope.scaling.yarn_beta_fast");
+    const auto beta_slow = number(p_ + "rope.scaling.yarn_beta_slow");
+    get(p_ + "rope.scaling.finetuned");  // says whether the model was tuned; no number changes
+
+    const std::vector<float>* freqs = tensor(kGgufRopeFreqs, s);
+    const std::vector<float>* longf = tensor(kGgufRopeFactorsLong, s);
+    const std::vector<float>* shortf = tensor(kGgufRopeFactorsShort, s);
+    if ((longf == nullptr) != (shortf == nullptr)) {
+      fail("the file has tensor " + std::string(longf ? kGgufRopeFactorsLong : kGgufRopeFactorsShort) +
+           " but not " + std::string(longf ? kGgufRopeFactorsShort : kGgufRopeFactorsLong) +
+           "; LongRoPE needs both");
+    }
+    const bool has_longrope = longf != nullptr;
+    if (type == "longrope" && !has_longrope) {
+      fail(type_key + " (\"longrope\") needs the tensors " + std::string(kGgufRopeFactorsLong) +
+           " and " + std::string(kGgufRopeFactorsShort) + ", which the file does not have");
+    }
+
+    // ---- ggml_rope_ext as llama-context.cpp sets it up (float32 throughout).
+    g.n_dims = static_cast<int>(s.rotary_dim);
+    g.mode = mode_;
+    g.freq_base = base ? base->f32 : kFreqBase;
+    g.freq_scale = factor ? 1.0f / factor->f32 : 1.0f;
+    if (type == "none") g.freq_scale = 1.0f;  // "never scale if scaling type is none"
+    const std::int64_t n_ctx_orig = orig_ctx_.value_or(ctx_train_);
+    g.n_ctx_orig = static_cast<int>(n_ctx_orig);
+    g.beta_fast = beta_fast ? beta_fast->f32 : kBetaFast;
+    g.beta_slow = beta_slow ? beta_slow->f32 : kBetaSlow;
+    // yarn_ext_factor < 0 means "not set": 1 for yarn, else 0.
+    g.ext_factor = ext && ext->f32 >= 0.0f ? ext->f32 : (type == "yarn" ? 1.0f : 0.0f);
+    const bool deepseek2 = arch_ == "deepseek2";
+    float mscale_all = 0.0f;  // hparams.rope_yarn_log_mul after the DeepSeek-2 fix
+    if (log_mul) mscale_all = deepseek2 ? log_mul->f32 / kDeepseek2LogMulScale : log_mul->f32;
+    float mscale = 1.0f;
+    if (deepseek2 && mscale_all != 1.0f) mscale = mscale_all;
+    float attn_factor = yarn_attn ? yarn_attn->f32 : 1.0f;
+    if (g.ext_factor != 0.0f) {
+      const float s_f32 = 1.0f / g.freq_scale;
+      attn_factor = mscale_all != 0.0f ? get_mscale(s_f32, mscale) / get_mscale(s_f32, mscale_all)
+                                       : get_mscale(s_f32, 1.0f);
+      attn_factor *= 1.0f / (1.0f + 0.1f * std::log(s_f32));
+    }
+    if (attn) attn_factor *= attn->f32;
+    g.attn_factor = attn_factor;
+    if (has_longrope) {
+      g.freq_factors = *shortf;
+      note("freq_factors = " + std::string(kGgufRopeFactorsShort) +
+           " (llama.cpp switches to " + std::string(kGgufRopeFactorsLong) +
+           " when its context per sequence exceeds n_ctx_orig " + std::to_string(n_ctx_orig) + ")");
+    } else if (freqs) {
+      g.freq_factors = *freqs;
+      note("freq_factors = " + std::string(kGgufRopeFreqs));
+    }
+    note("n_ctx_orig " + std::to_string(n_ctx_orig) +
+         (orig_ctx_ ? " from rope.scaling.original_context_length" : " from context_length"));
+
+    // ---- The spec: what the keys ask for, in Hugging Face's terms.
+    if (freqs) {
+      freqs_count_ = freqs->size();
+      if (has_longrope) {
+        warn("the file has both " + std::string(kGgufRopeFreqs) + " and LongRoPE factors; llama.cpp "
+             "uses the LongRoPE ones");
+      }
+    }
+    if (has_longrope && (type == "longrope" || !type_str)) {
+      read_longrope(s, *shortf, *longf, factor, attn);
+      return;
+    }
+    if (has_longrope) {
+      warn("the LongRoPE tensors are present but " + type_key + " is \"" + type +
+           "\": llama.cpp divides the frequencies by them as well; the spec ignores them");
+    }
+    if (type == "yarn") {
+      read_yarn(s, factor, attn, log_mul, ext, yarn_attn, beta_fast, beta_slow, deepseek2, mscale);
+      return;
+    }
+    if (type == "none" && factor && factor->value != 1.0) {
+      warn(p_ + "rope.scaling.factor (" + num(factor->value) + ") is ignored: " + type_key +
+           " is \"none\", which never scales (llama.cpp sets freq_scale 1)");
+    }
+    if (type == "linear" && factor && factor->value != 1.0) {
+      s.method = Method::kLinear;
+      s.factor = factor->value;
+      if (!type_str) note(type_key + " is not set: llama.cpp reads \"linear\"");
+    } else if (type == "linear" && type_str && !factor) {
+      warn(type_key + " is \"linear\" but no rope.scaling.factor is set: no scaling");
+    }
+    for (const auto& [key, v] : {std::pair{"rope.scaling.yarn_log_multiplier", log_mul},
+                                 std::pair{"rope.scaling.yarn_beta_fast", beta_fast},
+                                 std::pair{"rope.scaling.yarn_beta_slow", beta_slow}}) {
+      if (v) warn(p_ + key + " (" + num(v->value) + ") is unused: " + type_key + " is not yarn");
+    }
+    if (g.ext_factor != 0.0f) {
+      warn(p_ + "rope.scaling.yarn_ext_factor (" + num(ext->value) + ") makes llama.cpp blend "
+           "YaRN's ramp into scaling type \"" + type + "\"; the spec does not");
+    }
+    if (g.attn_factor != 1.0f) {
+      warn("llama.cpp multiplies cos and sin by " + num(g.attn_factor) + " (rope.scaling."
+           "attn_factor / yarn_attn_factor); rope_type \"" + method_name(s) +
+           "\" has no attention factor, so the spec leaves it out (see ggml.attn_factor)");
+    }
+  }
+
+  void read_longrope(RopeSpec& s, const std::vector<float>& shortf, const std::vector<float>& longf,
+                     const std::optional<Number>& factor, const std::optional<Number>& attn) {
+    s.method = Method::kLongrope;
+    s.longrope.short_factor.assign(shortf.begin(), shortf.end());  // f32 widened exactly
+    s.longrope.long_factor.assign(longf.begin(), longf.end());
+    if (orig_ctx_) {
+      s.original_max_position_embeddings = *orig_ctx_;
+    } else if (ctx_train_ > 0) {
+      s.original_max_position_embeddings = ctx_train_;
+      warn(p_ + "rope.scaling.original_context_length is not set: llama.cpp uses " + p_ +
+           "context_length (" + std::to_string(ctx_train_) + "), so the long factors are never chosen "
+           "within the trained context");
+    } else {
+      fail("LongRoPE needs " + p_ + "rope.scaling.original_context_length or " + p_ +
+           "context_length");
+    }
+    if (factor) {
+      s.factor = factor->value;
+      warn(p_ + "rope.scaling.factor (" + num(factor->value) + ") is set beside the LongRoPE factors: "
+           "llama.cpp also divides every frequency by it (freq_scale 1/" + num(factor->value) +
+           "); the spec uses it only for the attention factor");
+    } else if (ctx_train_ > 0) {
+      // transformers (Phi-3 keeps L at the top level): factor = max_position_embeddings / L.
+      s.factor = static_cast<double>(ctx_train_) /
+                 static_cast<double>(s.original_max_position_embeddings);
+    }
+    if (attn) s.longrope.attention_factor = attn->value;
+  }
+
+  void read_yarn(RopeSpec& s, const std::optional<Number>& factor, const std::optional<Number>& attn,
+                 const std::optional<Number>& log_mul, const std::optional<Number>& ext,
+                 const std::optional<Number>& yarn_attn, const std::optional<Number>& beta_fast,
+                 const std::optional<Number>& beta_slow, bool deepseek2, float mscale) {
+    YarnParams& y = s.yarn;
+    s.method = Method::kYarn;
+    if (orig_ctx_) {
+      s.original_max_position_embeddings = *orig_ctx_;
+    } else if (ctx_train_ > 0) {
+      s.original_max_position_embeddings = ctx_train_;
+      warn(p_ + "rope.scaling.original_context_length is not set: llama.cpp uses " + p_ +
+           "context_length (" + std::to_string(ctx_train_) + ")");
+    } else {
+      fail("yarn needs " + p_ + "rope.scaling.original_context_length or " + p_ + "context_length");
+    }
+    if (factor) {
+      s.factor = factor->value;
+    } else {
+      warn(p_ + "rope.scaling.factor is not set: llama.cpp's freq_scale is 1, so YaRN changes "
+           "nothing");
+    }
+    y.beta_fast = beta_fast ? beta_fast->value : static_cast<double>(kBetaFast);
+    y.beta_slow = beta_slow ? beta_slow->value : static_cast<double>(kBetaSlow);
+    y.truncate = true;  // ggml_rope_yarn_corr_dims always floors and ceils
+    if (ext && ext->value >= 0) y.extrapolation_factor = ext->value;
+    const bool blends = !(ext && ext->value == 0);
+    if (!blends) {
+      // llama.cpp: no ramp, and cos and sin scaled by yarn_attn_factor * attn_factor.
+      y.attention_factor = (yarn_attn ? yarn_attn->value : 1.0) * (attn ? attn->value : 1.0);
+      return;
+    }
+    if (yarn_attn) {
+      warn(p_ + "rope.scaling.yarn_attn_factor (" + num(yarn_attn->value) + ") is not used: "
+           "llama.cpp recomputes the attention factor from the factor and yarn_log_multiplier "
+           "when yarn_ext_factor is not 0");
+    }
+    if (log_mul && log_mul->f32 != 0.0f) {  // llama.cpp: 0 means none
+      if (deepseek2) {
+        // llama.cpp divides the stored 0.1 * mscale_all_dim back and, the file having no
+        // mscale, takes mscale = mscale_all_dim (DeepSeek-V2's configs set both alike).
+        y.mscale_all_dim = decimal_of(log_mul->f32, 0.1);  // the converter's Python 0.1
+        y.mscale = mscale == 1.0f ? 1.0 : *y.mscale_all_dim;
+        note("yarn_log_multiplier " + num(log_mul->value) + " / 0.1 = mscale_all_dim " +
+             num(*y.mscale_all_dim) + " (DeepSeek-2's pre-scaled key); mscale = " + num(*y.mscale));
+      } else {
+        y.attention_factor = yarn_mscale(s.factor, 1.0) / yarn_mscale(s.factor, log_mul->value);
+        warn(p_ + "rope.scaling.yarn_log_multiplier (" + num(log_mul->value) + ") is taken as "
+             "mscale_all_dim with mscale 1 for the attention factor (" +
+             num(*y.attention_factor) + "), as llama-context.cpp does; it is not applied to the "
+             "softmax scale for architecture " + arch_);
+      }
+    }
+    if (attn && attn->value != 1.0) {
+      // llama.cpp multiplies its derived attention factor by rope.scaling.attn_factor.
+      double derived = y.attention_factor.value_or(0.0);
+      if (!y.attention_factor) {
+        derived = y.mscale && y.mscale_all_dim && *y.mscale != 0 && *y.mscale_all_dim != 0
+                      ? yarn_mscale(s.factor, *y.mscale) / yarn_mscale(s.factor, *y.mscale_all_dim)
+                      : yarn_mscale(s.factor, 1.0);
+      }
+      y.attention_factor = derived * attn->value;
+      note("attention factor " + num(derived) + " x rope.scaling.attn_factor " + num(attn->value));
+    }
+  }
+
+  // Validation, and every key not read: RoPE-looking ones are warnings, the rest ignored.
+  void finish(GgufModel& out) {
+    ModelConfig& c = out.config;
+    try {
+      for (std::string& w : validate(c.spec)) warnings_.push_back(f_.source + ": " + w);
+    } catch (const Error& e) {
+      fail(e.what());
+    }
+    try {
+      validate(out.ggml);
+    } catch (const Error& e) {
+      fail(std::string("llama.cpp's parameters: ") + e.what());
+    }
+    for (const auto& [key, value] : f_.metadata) {
+      if (read_.count(key) != 0 && key != p_ + "rope.scaling.finetuned") continue;
+      if (key == p_ + "rope.scaling.finetuned") {
+        c.ignored_keys.push_back(key);
+      } else if (key.rfind(p_ + "rope.", 0) == 0 || mentions_rope(key)) {
+        warn(key + " (" + value.describe() + ") is not a RoPE key posenc understands for "
+             "architecture " + arch_ + "; it was not applied");
+      } else {
+        c.ignored_keys.push_back(key);
+      }
+    }
+    for (const GgufTensorInfo& t : f_.tensors) {
+      if (t.name.rfind("rope", 0) == 0 && t.name != kGgufRopeFreqs &&
+          t.name != kGgufRopeFactorsLong && t.name != kGgufRopeFactorsShort &&
+          t.name + ".weight" != kGgufRopeFreqs && t.name + ".weight" != kGgufRopeFactorsLong &&
+          t.name + ".weight" != kGgufRopeFactorsShort) {
+        warn("tensor \"" + t.name + "\" looks RoPE-related but is not one posenc reads");
+      }
+    }
+    if (freqs_count_ > 0) {
+      c.warnings.push_back(
+          f_.source + ": tensor " + std::string(kGgufRopeFreqs) + " carries " +
+          std::to_string(freqs_count_) +
+          " precomputed frequency divisors (Llama 3 scaling, computed by convert_hf_to_gguf.py); "
+          "the llama3 parameters they came from are not in the file, so the spec is what the keys "
+          "say (rope_type \"" + method_name(c.spec) + "\") while llama.cpp divides each frequency "
+          "by these factors (see ggml.freq_factors)");
+    }
+    c.warnings.insert(c.warnings.end(), warnings_.begin(), warnings_.end());
+    out.notes = std::move(notes_);
+  }
+
+  const GgufFile& f_;
+  std::string arch_;
+  std::string p_;  // "ARCH."
+  GgmlMode mode_ = GgmlMode::kNormal;
+  std::int64_t ctx_train_ = 0;
+  std::optional<std::int64_t> orig_ctx_;
+  std::size_t freqs_count_ = 0;
+  std::set<std::string> read_;
+  std::vector<std::string> warnings_;
+  std::vector<std::string> notes_;
+};
+
+}  // namespace
+
+GgufModel gguf_model(const GgufFile& file) { return Mapper(file).map(); }
+
+GgufModel load_gguf_model(const std::filesystem::path& path) { return gguf_model(read_gguf(path)); }
+
+}  // namespace posenc

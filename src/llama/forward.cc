@@ -1,0 +1,254 @@
+// The Llama 2 forward pass over a KV cache (llama2.c `forward`, batched over the tokens of a step).
+//
+// Per step of m tokens and per layer, three parallel regions on the shared thread pool: the
+// q/k/v projections by token, attention by (head, tile of query tokens), then the output
+// projection and the feed-forward block by token. RoPE runs between the first two, on the
+// calling thread (a step rotates m x 12 heads x 4 pairs: microseconds).
+//
+// KV cache layout: keys [position, layer, kv_head, head_dim], so that all the cached keys of every
+// layer are one TensorView [positions, layers * kv_heads, head_dim] for rerotate_keys; values
+// [layer, position, kv_head, head_dim].
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <numeric>
+#include <string>
+
+#include "kernels/thread_pool.h"
+#include "llama/kernels.h"
+#include "posenc/apply.h"
+#include "posenc/error.h"
+#include "posenc/llama.h"
+
+namespace posenc::llama {
+namespace {
+
+using detail::MatMulArgs;
+
+std::size_t z(std::int64_t v) { return static_cast<std::size_t>(v); }
+
+// Tokens per step of methods whose frequencies do not depend on the length: the step does not
+// change their results, and longer steps mean fewer thread wake-ups (16 per step).
+constexpr std::int64_t kStaticStep = 256;
+
+// x / sqrt(mean(x^2) + eps) * w, summed in float in order (llama2.c `rmsnorm`).
+void rmsnorm(float* out, const float* x, const float* w, std::int64_t n) {
+  float ss = 0.0f;
+  for (std::int64_t i = 0; i < n; ++i) ss = ss + x[i] * x[i];
+  const float scale = 1.0f / std::sqrt(ss / static_cast<float>(n) + kRmsNormEps);
+  for (std::int64_t i = 0; i < n; ++i) out[i] = w[i] * (scale * x[i]);
+}
+
+bool same_angles(const Frequencies& a, const Frequencies& b) {
+  return a.inv_freq == b.inv_freq && a.attention_factor == b.attention_factor;
+}
+
+}  // namespace
+
+struct Session::State {
+  const Model* model = nullptr;
+  SessionOptions opt;
+  Frequencies initial;
+  Frequencies freqs;
+  std::int64_t size = 0;
+  std::int64_t rerotations = 0;
+  std::vector<float> k_cache, v_cache;
+  std::vector<std::int32_t> all_positions;  // 0, 1, ..., capacity - 1
+  // Scratch, [step, ...] row-major.
+  std::vector<float> x, xb, q, k, v, att, hb, hb2;
+
+  std::int64_t step_tokens() const {
+    return depends_on_length(opt.rope) ? opt.step : std::max(opt.step, kStaticStep);
+  }
+
+  void parallel(std::int64_t tasks, const std::function<void(std::int64_t, std::int64_t)>& body) {
+    if (opt.threads <= 1 || tasks <= 1) {
+      body(0, tasks);
+    } else {
+      posenc::detail::ThreadPool::shared(opt.threads).run(opt.threads, tasks, body);
+    }
+  }
+
+  // Matmul over rows [0, rows), split by blocks of 4 rows (the kernel's row block) across threads.
+  void matmul_rows(MatMulArgs a, std::int64_t rows) {
+    const std::int64_t blocks = (rows + 3) / 4;
+    parallel(blocks, [&](std::int64_t b0, std::int64_t b1) {
+      MatMulArgs part = a;
+      part.x = a.x + 4 * b0 * a.x_stride;
+      part.out = a.out + 4 * b0 * a.out_stride;
+      part.rows = std::min(rows, 4 * b1) - 4 * b0;
+      detail::matmul(part);
+    });
+  }
+
+  void update_frequencies(std::int64_t seq_len) {
+    Frequencies next = compute_frequencies(opt.rope, opt.numerics, seq_len);
+    if (same_angles(next, freqs)) return;
+    if (size > 0) {
+      const Config& c = model->config();
+      const TensorView keys{k_cache.data(), DType::kF32, size, c.layers * c.kv_heads, c.head_dim(),
+                            c.layers * c.kv_dim(), c.head_dim()};
+      rerotate_keys(freqs, next, keys, std::span<const std::int32_t>(all_positions.data(), z(size)), opt.threads);
+      ++rerotations;
+    }
+    freqs = std::move(next);
+  }
+
+  void step(std::span<const std::int32_t> tokens, float* logits, std::int64_t first_logit);
+};
+
+void Session::State::step(std::span<const std::int32_t> tokens, float* logits, std::int64_t first_logit) {
+  const Config& c = model->config();
+  const Weights& w = model->weights();
+  const std::int64_t m = static_cast<std::int64_t>(tokens.size());
+  const std::int64_t H = c.dim, I = c.hidden_dim, KV = c.kv_dim(), hd = c.head_dim(), V = c.vocab_size;
+  const std::int64_t group = c.heads / c.kv_heads;
+  const std::int64_t p0 = size;
+  const std::span<const std::int32_t> positions(all_positions.data() + p0, z(m));
+  const float scale = static_cast<float>(freqs.softmax_scale_multiplier / std::sqrt(static_cast<double>(hd)));
+
+  for (std::int64_t t = 0; t < m; ++t) {
+    const float* e = w.embedding.data() + tokens[z(t)] * H;
+    std::copy(e, e + H, x.data() + t * H);
+  }
+  for (std::int64_t l = 0; l < c.layers; ++l) {
+    // q, k, v of the step's tokens.
+    const std::int64_t blocks = (m + 3) / 4;
+    parallel(blocks, [&](std::int64_t b0, std::int64_t b1) {
+      const std::int64_t t0 = 4 * b0, t1 = std::min(m, 4 * b1);
+      for (std::int64_t t = t0; t < t1; ++t) rmsnorm(xb.data() + t * H, x.data() + t * H, w.attention_norm.data() + l * H, H);
+      MatMulArgs a{xb.data() + t0 * H, H, t1 - t0, nullptr, H, 0, nullptr, 0, false};
+      a.w = w.wq_t.data() + l * H * H, a.cols = H, a.out = q.data() + t0 * H, a.out_stride = H;
+      detail::matmul(a);
+      a.w = w.wk_t.data() + l * H * KV, a.cols = KV, a.out = k.data() + t0 * KV, a.out_stride = KV;
+      detail::matmul(a);
+      a.w = w.wv_t.data() + l * H * KV, a.out = v.data() + t0 * KV;
+      detail::matmul(a);
+    });
+    RopeArgs rope;
+    rope.q = TensorView::contiguous(q.data(), DType::kF32, m, c.heads, hd);
+    rope.k = TensorView::contiguous(k.data(), DType::kF32, m, c.kv_heads, hd);
+    rope.positions = positions;
+    apply_rope(freqs, rope);
+    for (std::int64_t t = 0; t < m; ++t) {
+      std::copy_n(k.data() + t * KV, KV, k_cache.data() + ((p0 + t) * c.layers + l) * KV);
+      std::copy_n(v.data() + t * KV, KV, v_cache.data() + (l * opt.capacity + p0 + t) * KV);
+    }
+
+    // Attention: tasks are (head, tile of query tokens).
+    const std::int64_t tile = detail::attention_tile_tokens();
+    const std::int64_t tiles = (m + tile - 1) / tile;
+    parallel(c.heads * tiles, [&](std::int64_t t0, std::int64_t t1) {
+      for (std::int64_t task = t0; task < t1; ++task) {
+        const std::int64_t h = task / tiles, first = (task % tiles) * tile;
+        const std::int64_t g = h / group;
+        detail::AttentionArgs a;
+        a.q = q.data() + first * H + h * hd;
+        a.q_stride = H;
+        a.positions = positions.data() + first;
+        a.tokens = std::min(tile, m - first);
+        a.k = k_cache.data() + l * KV + g * hd;
+        a.k_stride = c.layers * KV;
+        a.v = v_cache.data() + l * opt.capacity * KV + g * hd;
+        a.v_stride = KV;
+        a.head_dim = hd;
+        a.scale = scale;
+        a.out = att.data() + first * H + h * hd;
+        a.out_stride = H;
+        detail::attend(a);
+      }
+    });
+
+    // Output projection and feed-forward, by token.
+    parallel(blocks, [&](std::int64_t b0, std::int64_t b1) {
+      const std::int64_t t0 = 4 * b0, t1 = std::min(m, 4 * b1), rows = t1 - t0;
+      detail::matmul({att.data() + t0 * H, H, rows, w.wo_t.data() + l * H * H, H, H, x.data() + t0 * H, H, true});
+      for (std::int64_t t = t0; t < t1; ++t) rmsnorm(xb.data() + t * H, x.data() + t * H, w.ffn_norm.data() + l * H, H);
+      detail::matmul({xb.data() + t0 * H, H, rows, w.gate_t.data() + l * H * I, H, I, hb.data() + t0 * I, I, false});
+      detail::matmul({xb.data() + t0 * H, H, rows, w.up_t.data() + l * H * I, H, I, hb2.data() + t0 * I, I, false});
+      for (std::int64_t t = t0; t < t1; ++t) detail::silu_mul(hb.data() + t * I, hb2.data() + t * I, I);
+      detail::matmul({hb.data() + t0 * I, I, rows, w.down_t.data() + l * I * H, I, H, x.data() + t0 * H, H, true});
+    });
+  }
+  size += m;
+
+  if (first_logit < m) {
+    const std::int64_t rows = m - first_logit;
+    for (std::int64_t t = first_logit; t < m; ++t) rmsnorm(xb.data() + t * H, x.data() + t * H, w.final_norm.data(), H);
+    matmul_rows({xb.data() + first_logit * H, H, rows, w.embedding_t.data(), H, V, logits, V, false}, rows);
+  }
+}
+
+Session::Session(const Model& model, SessionOptions options) : state_(std::make_unique<State>()) {
+  State& s = *state_;
+  const Config& c = model.config();
+  s.model = &model;
+  s.opt = std::move(options);
+  if (s.opt.capacity < 1) throw Error("session: capacity (" + std::to_string(s.opt.capacity) + ") must be at least 1");
+  if (s.opt.capacity > std::int64_t{1} << 30) {
+    throw Error("session: capacity (" + std::to_string(s.opt.capacity) + ") must be at most 2^30 positions");
+  }
+  if (s.opt.threads < 1) throw Error("session: threads (" + std::to_string(s.opt.threads) + ") must be at least 1");
+  if (s.opt.step < 1) throw Error("session: step (" + std::to_string(s.opt.step) + ") must be at least 1");
+  if (s.opt.rope.head_dim != c.head_dim()) {
+    throw Error("session: the RoPE spec's head_dim (" + std::to_string(s.opt.rope.head_dim) +
+                ") must equal the model's (" + std::to_string(c.head_dim()) + ")");
+  }
+  s.initial = compute_frequencies(s.opt.rope, s.opt.numerics, 0);
+  s.freqs = s.initial;
+  s.k_cache.assign(z(s.opt.capacity * c.layers * c.kv_dim()), 0.0f);
+  s.v_cache.assign(s.k_cache.size(), 0.0f);
+  s.all_positions.resize(z(s.opt.capacity));
+  std::iota(s.all_positions.begin(), s.all_positions.end(), 0);
+  const std::int64_t rows = std::min(s.step_tokens(), s.opt.capacity);
+  for (auto* buf : {&s.x, &s.xb, &s.q, &s.att}) buf->assign(z(rows * c.dim), 0.0f);
+  for (auto* buf : {&s.k, &s.v}) buf->assign(z(rows * c.kv_dim()), 0.0f);
+  for (auto* buf : {&s.hb, &s.hb2}) buf->assign(z(rows * c.hidden_dim), 0.0f);
+}
+
+Session::~Session() = default;
+Session::Session(Session&&) noexcept = default;
+Session& Session::operator=(Session&&) noexcept = default;
+
+std::int64_t Session::size() const { return state_->size; }
+const Frequencies& Session::frequencies() const { return state_->freqs; }
+std::int64_t Session::rerotations() const { return state_->rerotations; }
+
+void Session::reset() {
+  state_->size = 0;
+  state_->rerotations = 0;
+  state_->freqs = state_->initial;
+}
+
+void Session::forward(std::span<const std::int32_t> tokens, std::span<float> logits, std::int64_t first_logit) {
+  State& s = *state_;
+  const Config& c = s.model->config();
+  const auto n = static_cast<std::int64_t>(tokens.size());
+  if (s.size + n > s.opt.capacity) {
+    throw Error("session: " + std::to_string(n) + " more tokens after " + std::to_string(s.size) +
+                " would overflow the KV cache's capacity (" + std::to_string(s.opt.capacity) + ")");
+  }
+  if (first_logit < 0 || first_logit > n) {
+    throw Error("session: first_logit (" + std::to_string(first_logit) + ") must be in [0, " + std::to_string(n) + "]");
+  }
+  const std::int64_t need = (n - first_logit) * c.vocab_size;
+  if (static_cast<std::int64_t>(logits.size()) < need) {
+    throw Error("session: logits holds " + std::to_string(logits.size()) + " floats; " + std::to_string(need) + " needed");
+  }
+  for (std::int64_t i = 0; i < n; ++i) {
+    if (tokens[z(i)] < 0 || tokens[z(i)] >= c.vocab_size) {
+      throw Error("session: token " + std::to_string(i) + " (" + std::to_string(tokens[z(i)]) +
+                  ") is outside the vocabulary [0, " + std::to_string(c.vocab_size) + ")");
+    }
+  }
+  const std::int64_t step = s.step_tokens();
+  for (std::int64_t s0 = 0; s0 < n; s0 += step) {
+    const std::int64_t s1 = std::min(n, s0 + step);
+    if (depends_on_length(s.opt.rope)) s.update_frequencies(s.size + (s1 - s0));
+    const std::int64_t first = std::max(first_logit, s0);
+    float* out = first < s1 ? logits.data() + (first - first_logit) * c.vocab_size : nullptr;
+    s.step(tokens.subspan(z(s0), z(s1 - s0)), out, first - s0);
+  }
+}
+
+}  // namespace posenc::llama

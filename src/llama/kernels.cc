@@ -1,0 +1,284 @@
+// The Llama forward pass's SIMD kernels, written once with Google Highway for every target and
+// dispatched at run time (as kernels/rotate.cc).
+//
+// Vectorised across independent outputs only: matmul across output columns, attention across the
+// query tokens of a tile. So each output element is a plain left-to-right sum whose operations do
+// not depend on the vector width nor on how the caller splits the work; separate Mul and Add
+// (never MulAdd) keep matmul's lanes equal to its scalar tail.
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "llama/kernels.cc"
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+#include <hwy/highway.h>
+#include <hwy/contrib/math/math-inl.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "llama/kernels.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace posenc::llama::detail {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+using D = hn::ScalableTag<float>;
+
+template <class V>
+HWY_INLINE void Put(D d, V v, float* p, bool accumulate) {
+  hn::StoreU(accumulate ? hn::Add(hn::LoadU(d, p), v) : v, d, p);
+}
+
+// Four rows, two column vectors: eight independent sums hide the latency of Add.
+HWY_INLINE void MatMul4x2(const MatMulArgs& a, const float* x, float* out, std::int64_t j) {
+  const D d;
+  const std::int64_t n = static_cast<std::int64_t>(hn::Lanes(d));
+  const float* x0 = x;
+  const float* x1 = x + a.x_stride;
+  const float* x2 = x + 2 * a.x_stride;
+  const float* x3 = x + 3 * a.x_stride;
+  auto c00 = hn::Zero(d), c01 = hn::Zero(d), c10 = hn::Zero(d), c11 = hn::Zero(d);
+  auto c20 = hn::Zero(d), c21 = hn::Zero(d), c30 = hn::Zero(d), c31 = hn::Zero(d);
+  const float* w = a.w + j;
+  for (std::int64_t k = 0; k < a.depth; ++k, w += a.cols) {
+    const auto w0 = hn::LoadU(d, w);
+    const auto w1 = hn::LoadU(d, w + n);
+    const auto v0 = hn::Set(d, x0[k]), v1 = hn::Set(d, x1[k]), v2 = hn::Set(d, x2[k]), v3 = hn::Set(d, x3[k]);
+    c00 = hn::Add(c00, hn::Mul(v0, w0));
+    c01 = hn::Add(c01, hn::Mul(v0, w1));
+    c10 = hn::Add(c10, hn::Mul(v1, w0));
+    c11 = hn::Add(c11, hn::Mul(v1, w1));
+    c20 = hn::Add(c20, hn::Mul(v2, w0));
+    c21 = hn::Add(c21, hn::Mul(v2, w1));
+    c30 = hn::Add(c30, hn::Mul(v3, w0));
+    c31 = hn::Add(c31, hn::Mul(v3, w1));
+  }
+  const std::int64_t os = a.out_stride;
+  Put(d, c00, out + j, a.accumulate);
+  Put(d, c01, out + j + n, a.accumulate);
+  Put(d, c10, out + os + j, a.accumulate);
+  Put(d, c11, out + os + j + n, a.accumulate);
+  Put(d, c20, out + 2 * os + j, a.accumulate);
+  Put(d, c21, out + 2 * os + j + n, a.accumulate);
+  Put(d, c30, out + 3 * os + j, a.accumulate);
+  Put(d, c31, out + 3 * os + j + n, a.accumulate);
+}
+
+HWY_INLINE void MatMul1x1(const MatMulArgs& a, const float* x, float* out, std::int64_t j) {
+  const D d;
+  auto c = hn::Zero(d);
+  const float* w = a.w + j;
+  for (std::int64_t k = 0; k < a.depth; ++k, w += a.cols) c = hn::Add(c, hn::Mul(hn::Set(d, x[k]), hn::LoadU(d, w)));
+  Put(d, c, out + j, a.accumulate);
+}
+
+// The columns past the last full vector: the same sum, one lane at a time.
+HWY_INLINE void MatMulScalar(const MatMulArgs& a, const float* x, float* out, std::int64_t j) {
+  float c = 0.0f;
+  const float* w = a.w + j;
+  for (std::int64_t k = 0; k < a.depth; ++k, w += a.cols) c = c + x[k] * *w;
+  out[j] = a.accumulate ? out[j] + c : c;
+}
+
+void MatMul(const MatMulArgs& a) {
+  const D d;
+  const std::int64_t n = static_cast<std::int64_t>(hn::Lanes(d));
+  std::int64_t t = 0;
+  for (; t + 4 <= a.rows; t += 4) {
+    const float* x = a.x + t * a.x_stride;
+    float* out = a.out + t * a.out_stride;
+    std::int64_t j = 0;
+    for (; j + 2 * n <= a.cols; j += 2 * n) MatMul4x2(a, x, out, j);
+    for (; j + n <= a.cols; j += n) {
+      for (std::int64_t r = 0; r < 4; ++r) MatMul1x1(a, x + r * a.x_stride, out + r * a.out_stride, j);
+    }
+    for (; j < a.cols; ++j) {
+      for (std::int64_t r = 0; r < 4; ++r) MatMulScalar(a, x + r * a.x_stride, out + r * a.out_stride, j);
+    }
+  }
+  for (; t < a.rows; ++t) {
+    const float* x = a.x + t * a.x_stride;
+    float* out = a.out + t * a.out_stride;
+    std::int64_t j = 0;
+    for (; j + n <= a.cols; j += n) MatMul1x1(a, x, out, j);
+    for (; j < a.cols; ++j) MatMulScalar(a, x, out, j);
+  }
+}
+
+// Keys per block: a block of scores (kBlock x lanes floats, 8 KiB at 16 lanes) stays in L1
+// between the passes over the head dims.
+constexpr std::int64_t kBlock = 128;
+
+void Attend(const AttentionArgs& a) {
+  const D d;
+  const hn::RebindToSigned<D> di;
+  const std::int64_t n = static_cast<std::int64_t>(hn::Lanes(d));
+  const std::int64_t hd = a.head_dim;
+  thread_local std::vector<float> scores, qt, acc, tmp;
+  thread_local std::vector<std::int32_t> pos;
+
+  std::int32_t pmin = a.positions[0], pmax = a.positions[0];
+  for (std::int64_t t = 1; t < a.tokens; ++t) {
+    pmin = std::min(pmin, a.positions[t]);
+    pmax = std::max(pmax, a.positions[t]);
+  }
+  const auto ln = static_cast<std::size_t>(n);
+  pos.assign(ln, pmax);  // lanes past the tile compute a copy of the last token, then are dropped
+  qt.assign(static_cast<std::size_t>(hd) * ln, 0.0f);
+  acc.assign(static_cast<std::size_t>(hd) * ln, 0.0f);
+  tmp.resize(ln);
+  for (std::int64_t t = 0; t < a.tokens; ++t) {
+    pos[static_cast<std::size_t>(t)] = a.positions[t];
+    for (std::int64_t e = 0; e < hd; ++e) qt[static_cast<std::size_t>(e * n + t)] = a.q[t * a.q_stride + e] * a.scale;
+  }
+  const std::int64_t keys = std::int64_t{pmax} + 1;
+  scores.resize(static_cast<std::size_t>(keys * n));
+  float* s = scores.data();
+  const auto posv = hn::LoadU(di, pos.data());
+  const auto neg_inf = hn::Set(d, -std::numeric_limits<float>::infinity());
+
+  // Pass 1: scores s_j = sum_e (scale q_e) k_je in order of e; masked past each lane's position.
+  // Four dims per sweep over the block: four products per load and store of s_j.
+  auto m = neg_inf;
+  for (std::int64_t jb = 0; jb < keys; jb += kBlock) {
+    const std::int64_t je = std::min(keys, jb + kBlock);
+    std::int64_t e = 0;
+    for (; e + 4 <= hd; e += 4) {
+      const auto q0 = hn::LoadU(d, qt.data() + e * n), q1 = hn::LoadU(d, qt.data() + (e + 1) * n);
+      const auto q2 = hn::LoadU(d, qt.data() + (e + 2) * n), q3 = hn::LoadU(d, qt.data() + (e + 3) * n);
+      for (std::int64_t j = jb; j < je; ++j) {
+        const float* kp = a.k + j * a.k_stride + e;
+        auto v = hn::Mul(q0, hn::Set(d, kp[0]));
+        if (e > 0) v = hn::Add(hn::LoadU(d, s + j * n), v);
+        v = hn::Add(v, hn::Mul(q1, hn::Set(d, kp[1])));
+        v = hn::Add(v, hn::Mul(q2, hn::Set(d, kp[2])));
+        v = hn::Add(v, hn::Mul(q3, hn::Set(d, kp[3])));
+        hn::StoreU(v, d, s + j * n);
+      }
+    }
+    for (; e < hd; ++e) {
+      const auto qe = hn::LoadU(d, qt.data() + e * n);
+      for (std::int64_t j = jb; j < je; ++j) {
+        auto v = hn::Mul(qe, hn::Set(d, a.k[j * a.k_stride + e]));
+        if (e > 0) v = hn::Add(hn::LoadU(d, s + j * n), v);
+        hn::StoreU(v, d, s + j * n);
+      }
+    }
+    for (std::int64_t j = jb; j < je; ++j) {
+      auto v = hn::LoadU(d, s + j * n);
+      if (j > pmin) {
+        v = hn::IfThenElse(hn::RebindMask(d, hn::Lt(posv, hn::Set(di, static_cast<std::int32_t>(j)))), neg_inf, v);
+        hn::StoreU(v, d, s + j * n);
+      }
+      m = hn::Max(m, v);
+    }
+  }
+
+  // Pass 2: p_j = exp(s_j - max) (0 where masked), their sum, and sum_j p_j v_j in order of j.
+  auto sum = hn::Zero(d);
+  for (std::int64_t jb = 0; jb < keys; jb += kBlock) {
+    const std::int64_t je = std::min(keys, jb + kBlock);
+    for (std::int64_t j = jb; j < je; ++j) {
+      auto p = hn::Exp(d, hn::Sub(hn::LoadU(d, s + j * n), m));
+      if (j > pmin) p = hn::IfThenZeroElse(hn::RebindMask(d, hn::Lt(posv, hn::Set(di, static_cast<std::int32_t>(j)))), p);
+      hn::StoreU(p, d, s + j * n);
+      sum = hn::Add(sum, p);
+    }
+    // Four dims at a time: four independent sums hide the latency of Add.
+    std::int64_t e = 0;
+    for (; e + 4 <= hd; e += 4) {
+      float* ap = acc.data() + e * n;
+      auto c0 = hn::LoadU(d, ap), c1 = hn::LoadU(d, ap + n), c2 = hn::LoadU(d, ap + 2 * n), c3 = hn::LoadU(d, ap + 3 * n);
+      for (std::int64_t j = jb; j < je; ++j) {
+        const auto p = hn::LoadU(d, s + j * n);
+        const float* vp = a.v + j * a.v_stride + e;
+        c0 = hn::Add(c0, hn::Mul(p, hn::Set(d, vp[0])));
+        c1 = hn::Add(c1, hn::Mul(p, hn::Set(d, vp[1])));
+        c2 = hn::Add(c2, hn::Mul(p, hn::Set(d, vp[2])));
+        c3 = hn::Add(c3, hn::Mul(p, hn::Set(d, vp[3])));
+      }
+      hn::StoreU(c0, d, ap);
+      hn::StoreU(c1, d, ap + n);
+      hn::StoreU(c2, d, ap + 2 * n);
+      hn::StoreU(c3, d, ap + 3 * n);
+    }
+    for (; e < hd; ++e) {
+      auto c = hn::LoadU(d, acc.data() + e * n);
+      for (std::int64_t j = jb; j < je; ++j) {
+        c = hn::Add(c, hn::Mul(hn::LoadU(d, s + j * n), hn::Set(d, a.v[j * a.v_stride + e])));
+      }
+      hn::StoreU(c, d, acc.data() + e * n);
+    }
+  }
+  for (std::int64_t e = 0; e < hd; ++e) {
+    hn::StoreU(hn::Div(hn::LoadU(d, acc.data() + e * n), sum), d, tmp.data());
+    for (std::int64_t t = 0; t < a.tokens; ++t) a.out[t * a.out_stride + e] = tmp[static_cast<std::size_t>(t)];
+  }
+}
+
+std::int64_t AttentionTileTokens() { return static_cast<std::int64_t>(hn::Lanes(D())); }
+
+// silu(g) u = g u / (1 + exp(-g)); exp's argument is capped at 88 (exp(88) < FLT_MAX), where
+// the sigmoid is already below 1e-38.
+template <class V>
+HWY_INLINE V SiluMul(D d, V g, V u) {
+  const auto e = hn::Exp(d, hn::Min(hn::Neg(g), hn::Set(d, 88.0f)));
+  return hn::Mul(hn::Div(g, hn::Add(hn::Set(d, 1.0f), e)), u);
+}
+
+void SiluMulKernel(float* gate, const float* up, std::int64_t count) {
+  const D d;
+  const std::int64_t n = static_cast<std::int64_t>(hn::Lanes(d));
+  std::int64_t i = 0;
+  for (; i + n <= count; i += n) hn::StoreU(SiluMul(d, hn::LoadU(d, gate + i), hn::LoadU(d, up + i)), d, gate + i);
+  if (i < count) {  // the tail through a full vector, so every element gets the same operations
+    thread_local std::vector<float> g, u;
+    g.assign(static_cast<std::size_t>(n), 0.0f);
+    u.assign(static_cast<std::size_t>(n), 0.0f);
+    std::copy(gate + i, gate + count, g.begin());
+    std::copy(up + i, up + count, u.begin());
+    hn::StoreU(SiluMul(d, hn::LoadU(d, g.data()), hn::LoadU(d, u.data())), d, g.data());
+    std::copy(g.begin(), g.begin() + (count - i), gate + i);
+  }
+}
+
+double LogSumExp(const float* x, std::int64_t count) {
+  const D d;
+  const std::int64_t n = static_cast<std::int64_t>(hn::Lanes(d));
+  float mx = x[0];
+  for (std::int64_t i = 1; i < count; ++i) mx = std::max(mx, x[i]);
+  const auto vm = hn::Set(d, mx);
+  auto sum = hn::Zero(d);
+  std::int64_t i = 0;
+  for (; i + n <= count; i += n) sum = hn::Add(sum, hn::Exp(d, hn::Sub(hn::LoadU(d, x + i), vm)));
+  if (i < count) {
+    thread_local std::vector<float> tail;
+    tail.assign(static_cast<std::size_t>(n), -std::numeric_limits<float>::infinity());  // exp gives 0
+    std::copy(x + i, x + count, tail.begin());
+    sum = hn::Add(sum, hn::Exp(d, hn::Sub(hn::LoadU(d, tail.data()), vm)));
+  }
+  return std::log(static_cast<double>(hn::GetLane(hn::SumOfLanes(d, sum)))) + static_cast<double>(mx);
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace posenc::llama::detail
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace posenc::llama::detail {
+
+HWY_EXPORT(MatMul);
+HWY_EXPORT(Attend);
+HWY_EXPORT(AttentionTileTokens);
+HWY_EXPORT(SiluMulKernel);
+HWY_EXPORT(LogSumExp);
+
+void matmul(const MatMulArgs& args) { HWY_DYNAMIC_DISPATCH(MatMul)(args); }
+void attend(const AttentionArgs& args) { HWY_DYNAMIC_DISPATCH(Attend)(args); }
+std::int64_t attention_tile_tokens() { return HWY_DYNAMIC_DISPATCH(AttentionTileTokens)(); }
+void silu_mul(float* gate, const float* up, std::int64_t n) { HWY_DYNAMIC_DISPATCH(SiluMulKernel)(gate, up, n); }
+double log_sum_exp(const float* x, std::int64_t n) { return HWY_DYNAMIC_DISPATCH(LogSumExp)(x, n); }
+
+}  // namespace posenc::llama::detail
+#endif  // HWY_ONCE

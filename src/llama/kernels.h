@@ -1,0 +1,59 @@
+// src/llama/kernels.h: the SIMD kernels of the Llama forward pass (internal).
+//
+// Each kernel computes every output element with the same float32 operations in the same order
+// whatever rows, tiles or threads the caller splits the work into: matmul and attention are
+// vectorised across independent outputs (columns, query tokens), never across a sum. A forward
+// pass is therefore bit for bit the same on 1 or 2 threads and with any step size, on a given
+// SIMD target.
+#pragma once
+
+#include <cstdint>
+
+namespace posenc::llama::detail {
+
+// out[t, j] (=|+=) sum_k x[t, k] * w[k, j] for t in [0, rows), j in [0, cols), k in [0, depth),
+// summed in order of k with separate multiply and add (no fused multiply-add).
+//   x:   rows x depth, row stride x_stride      w: depth x cols, row-major (a transposed weight)
+//   out: rows x cols, row stride out_stride     accumulate: add to out instead of overwriting
+struct MatMulArgs {
+  const float* x = nullptr;
+  std::int64_t x_stride = 0;
+  std::int64_t rows = 0;
+  const float* w = nullptr;
+  std::int64_t depth = 0;
+  std::int64_t cols = 0;
+  float* out = nullptr;
+  std::int64_t out_stride = 0;
+  bool accumulate = false;
+};
+void matmul(const MatMulArgs& args);
+
+// Causal attention of one head for a tile of up to attention_tile_tokens() query tokens:
+//   out[t] = sum_j p_tj v_j,  p_t = softmax_j(scale * q_t . k_j) over j in [0, positions[t]]
+//   q:   tokens x head_dim, row stride q_stride (already rotated)
+//   k, v: position j's vector at k + j * k_stride, v + j * v_stride (the cache of one kv head)
+//   out: tokens x head_dim, row stride out_stride
+struct AttentionArgs {
+  const float* q = nullptr;
+  std::int64_t q_stride = 0;
+  const std::int32_t* positions = nullptr;
+  std::int64_t tokens = 0;
+  const float* k = nullptr;
+  std::int64_t k_stride = 0;
+  const float* v = nullptr;
+  std::int64_t v_stride = 0;
+  std::int64_t head_dim = 0;
+  float scale = 1.0f;
+  float* out = nullptr;
+  std::int64_t out_stride = 0;
+};
+void attend(const AttentionArgs& args);
+std::int64_t attention_tile_tokens();  // the SIMD width in floats
+
+// gate[i] = silu(gate[i]) * up[i] = gate[i] / (1 + exp(-gate[i])) * up[i], i in [0, n).
+void silu_mul(float* gate, const float* up, std::int64_t n);
+
+// ln(sum_i exp(x[i])), i in [0, n), n >= 1; computed around max(x).
+double log_sum_exp(const float* x, std::int64_t n);
+
+}  // namespace posenc::llama::detail
