@@ -31,6 +31,11 @@ HWY_INLINE hn::Vec<D> LoadF32(D d, const std::uint16_t* p, DType dtype) {
   const hn::Rebind<std::uint16_t, D> du16;
   const auto wide = hn::PromoteTo(du, hn::LoadU(du16, p));
   if (dtype == DType::kBF16) return hn::BitCast(d, hn::ShiftLeft<16>(wide));
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2
+  // F16C (vcvtph2ps): exact, one instruction.
+  const hn::Rebind<hwy::float16_t, D> dh;
+  return hn::PromoteTo(d, hn::LoadU(dh, reinterpret_cast<const hwy::float16_t*>(p)));
+#endif
   // float16: rebuild the float32 bits; subnormals through an exact multiply.
   const auto sign = hn::ShiftLeft<16>(hn::And(wide, hn::Set(du, 0x8000u)));
   const auto exp = hn::And(hn::ShiftRight<10>(wide), hn::Set(du, 0x1Fu));
@@ -63,6 +68,13 @@ HWY_INLINE void StoreF32(D d, hn::Vec<D> v, std::uint16_t* p, DType dtype) {
     const auto is_nan = hn::RebindMask(du, hn::Not(hn::Eq(v, v)));
     out = hn::IfThenElse(is_nan, quiet, rounded);
   } else {
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2
+    // F16C (vcvtps2ph with an immediate round-to-nearest-even mode). Highway's portable
+    // demotion truncates on the SSE targets, so those keep the bit recipe below.
+    const hn::Rebind<hwy::float16_t, D> dh;
+    hn::StoreU(hn::DemoteTo(dh, v), dh, reinterpret_cast<hwy::float16_t*>(p));
+    return;
+#endif
     const auto sign = hn::And(hn::ShiftRight<16>(bits), hn::Set(du, 0x8000u));
     const auto a = hn::And(bits, hn::Set(du, 0x7FFFFFFFu));
     const auto ai = hn::BitCast(di, a);  // non-negative, so signed compares are safe
