@@ -15,36 +15,15 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "cli_runner.h"
+
 namespace {
 
 using ::testing::HasSubstr;
 
-struct CliRun {
-  int status = -1;
-  std::string out;
-  std::string err;
-};
+using posenc_cli::CliRun;
 
-std::string slurp(const std::filesystem::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-// Runs `posenc <args>` with stdout and stderr captured separately.
-CliRun posenc(const std::string& args) {
-  const auto dir = std::filesystem::temp_directory_path() / ("posenc_cli_test_" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
-  const std::string cmd = std::string(POSENC_CLI) + " " + args + " >" + (dir / "out").string() + " 2>" +
-                          (dir / "err").string();
-  CliRun r;
-  const int raw = std::system(cmd.c_str());
-  r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
-  r.out = slurp(dir / "out");
-  r.err = slurp(dir / "err");
-  return r;
-}
+CliRun posenc(const std::string& args) { return posenc_cli::run(POSENC_CLI, args, "posenc_cli_test"); }
 
 std::string shared_config(const std::string& name) {
   return std::string(POSENC_SHARED_DIR) + "/testdata/hf-configs/" + name;
