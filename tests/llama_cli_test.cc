@@ -1,50 +1,29 @@
 // `posenc eval` and `posenc generate` end to end: the JSON contract, the SVG, errors.
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmath>
-#include <cstdlib>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <string>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "cli_runner.h"
+
 namespace {
+
+using posenc_cli::CliRun;
+using posenc_cli::slurp;
 
 const std::string kModel = std::string(POSENC_SHARED_DIR) + "/models/stories260K/tinystories_260k_v1.bin";
 const std::string kPride = std::string(POSENC_SHARED_DIR) + "/data/austen/prideprejudice.txt";
 
-struct CliRun {
-  int status = -1;
-  std::string out;
-  std::string err;
-};
+CliRun posenc(const std::string& args) { return posenc_cli::run(POSENC_CLI, args, "posenc_llama_cli_test"); }
 
 std::filesystem::path temp_dir() {
-  const auto dir = std::filesystem::temp_directory_path() / ("posenc_llama_cli_test_" + std::to_string(::getpid()));
+  const auto dir = std::filesystem::temp_directory_path() / ("posenc_llama_cli_test_svg_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   return dir;
-}
-
-std::string slurp(const std::filesystem::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-CliRun posenc(const std::string& args) {
-  const auto dir = temp_dir();
-  const std::string cmd = std::string(POSENC_CLI) + " " + args + " >" + (dir / "out").string() + " 2>" + (dir / "err").string();
-  CliRun r;
-  const int raw = std::system(cmd.c_str());
-  r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
-  r.out = slurp(dir / "out");
-  r.err = slurp(dir / "err");
-  return r;
 }
 
 TEST(EvalCli, JsonTableAndFigure) {

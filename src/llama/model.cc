@@ -1,12 +1,10 @@
 // Loading a llama2.ts "v1" model file (../shared/models/stories260K/README.md), checked field by
 // field: every error names the file, the byte offset and what was expected.
-#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstring>
 #include <fstream>
 #include <iterator>
-#include <limits>
 #include <string>
 
 #include "posenc/error.h"

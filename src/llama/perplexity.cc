@@ -1,6 +1,7 @@
 // The perplexity protocols of posenc/perplexity.h.
 #include "posenc/perplexity.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <limits>
