@@ -321,7 +321,8 @@ TEST(Cli, CompareTableAndOptions) {
   EXPECT_EQ(none.status, 1);
   const CliRun preset = posenc("compare --preset qwen2.5-7b-instruct-yarn4 --json");
   ASSERT_EQ(preset.status, 0) << preset.err;
-  for (const auto& e : nlohmann::json::parse(preset.out)["engines"]) EXPECT_EQ(e["verdict"], "agrees") << e["engine"];
+  const auto parsed = nlohmann::json::parse(preset.out);  // kept alive: the loop ranges over a member
+  for (const auto& e : parsed["engines"]) EXPECT_EQ(e["verdict"], "agrees") << e["engine"];
 }
 
 TEST(Cli, DoctorOnDeepSeekAndGptOss) {
