@@ -16,6 +16,7 @@
 
 #include "commands.h"
 #include "encoding_flags.h"
+#include "encoding_json.h"
 #include "posenc/apply.h"
 #include "posenc/error.h"
 #include "posenc/frequencies.h"
@@ -261,15 +262,7 @@ void run_apply(const ApplyOptions& o) {
     j["dtype"] = std::string(dtype_name(q.dtype));
     j["positions"] = {{"source", pos.source}, {"count", q.tokens()}, {"min", pos.min}, {"max", pos.max}};
     j["encoding_source"] = source;
-    j["rope_type"] = method_name(s);
-    j["numerics"] = std::string(numerics_name(f.numerics));
-    j["seq_len"] = f.seq_len;
-    j["head_dim"] = s.head_dim;
-    j["rotary_dim"] = s.rotary_dim;
-    j["rotary_offset"] = s.rotary_offset;
-    j["layout"] = std::string(layout_name(s.layout));
-    j["attention_factor"] = f.attention_factor;
-    j["softmax_scale_multiplier"] = f.softmax_scale_multiplier;  // for the caller's attention, not applied here
+    put_encoding_json(j, f);  // softmax_scale_multiplier is for the caller's attention, not applied here
     j["direction"] = o.inverse ? "inverse" : "forward";
     j["table_rows"] = table ? nlohmann::json(table->positions()) : nlohmann::json(nullptr);
     j["threads"] = o.threads;

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
+#include "encoding_json.h"
 #include "model_source.h"
 #include "posenc/config.h"
 #include "posenc/error.h"
@@ -58,13 +59,7 @@ void print_json(const ModelConfig& config, const RopeSpec& spec, const Frequenci
   nlohmann::json j;
   j["source"] = config.source;
   j["model_type"] = config.model_type;
-  j["rope_type"] = method_name(spec);
-  j["numerics"] = std::string(numerics_name(f.numerics));
-  j["seq_len"] = f.seq_len;
-  j["head_dim"] = spec.head_dim;
-  j["rotary_dim"] = spec.rotary_dim;
-  j["rotary_offset"] = spec.rotary_offset;
-  j["layout"] = std::string(layout_name(spec.layout));
+  put_encoding_json(j, f);  // f.spec is `spec`
   j["rope_theta"] = spec.rope_theta;
   j["factor"] = spec.factor;
   j["scale_in_effect"] = f.scale;
@@ -73,8 +68,6 @@ void print_json(const ModelConfig& config, const RopeSpec& spec, const Frequenci
   j["max_position_embeddings"] = spec.max_position_embeddings;
   j["extended_context"] = extended_context(spec);
   j["inv_freq"] = f.inv_freq;
-  j["attention_factor"] = f.attention_factor;
-  j["softmax_scale_multiplier"] = f.softmax_scale_multiplier;
   if (f.correction_low) j["correction_range"] = {*f.correction_low, *f.correction_high};
   nlohmann::json pairs = nlohmann::json::array();
   for (std::int64_t i = 0; i < f.pair_count(); ++i) {
