@@ -104,8 +104,9 @@ std::string cell(const EngineComparison& e, std::size_t i) {
 void print_table(const ModelConfig& config, const Comparison& c) {
   fmt::print("{}  ({}{})\n", config.source, config.model_type.empty() ? "unknown model_type" : config.model_type,
              ", " + method_name(c.spec));
-  fmt::print("rope_theta {}  factor {}  rotary_dim {}  original context {}  seq_len {}\n\n", c.spec.rope_theta,
-             c.spec.factor, c.spec.rotary_dim, c.spec.original_max_position_embeddings,
+  const ContextLengths ctx = context_lengths(c.spec);
+  fmt::print("rope_theta {}  factor {}  rotary_dim {}  original context {}{}  seq_len {}\n\n", c.spec.rope_theta,
+             c.spec.factor, c.spec.rotary_dim, ctx.original, ctx.assumed ? " (assumed: the config sets none)" : "",
              c.seq_len > 0 ? std::to_string(c.seq_len) : std::string("0 (at initialisation)"));
   fmt::print("{:>5}", "pair");
   for (const EngineComparison& e : c.engines) fmt::print(" {:>14} {:>8}", engine_name(e.view.engine), "rel.diff");

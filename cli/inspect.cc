@@ -1,4 +1,5 @@
 // `posenc inspect CONFIG`: what a model's RoPE does to each pair, and the scalars around it.
+#include <algorithm>
 #include <cmath>
 #include <iostream>
 #include <limits>
@@ -66,8 +67,12 @@ void print_json(const ModelConfig& config, const RopeSpec& spec, const Frequenci
   j["base_in_effect"] = f.base;
   j["original_max_position_embeddings"] = spec.original_max_position_embeddings;
   j["max_position_embeddings"] = spec.max_position_embeddings;
-  j["extended_context"] = extended_context(spec);
+  const ContextLengths ctx = context_lengths(spec);
+  j["original_context"] = ctx.original;
+  j["extended_context"] = ctx.extended;
+  j["context_assumed"] = ctx.assumed;
   j["inv_freq"] = f.inv_freq;
+  j["freq_factors"] = spec.freq_factors.empty() ? nlohmann::json(nullptr) : nlohmann::json(spec.freq_factors);
   if (f.correction_low) j["correction_range"] = {*f.correction_low, *f.correction_high};
   nlohmann::json pairs = nlohmann::json::array();
   for (std::int64_t i = 0; i < f.pair_count(); ++i) {
@@ -125,10 +130,19 @@ void print_table(const ModelConfig& config, const RopeSpec& spec, const Frequenc
   if (spec.method == Method::kLongrope) {
     fmt::print("longrope factors          {}\n", f.uses_long_factors ? "long (seq_len > original context)" : "short");
   }
-  fmt::print("original context          {}\n", spec.original_max_position_embeddings > 0
-                                                   ? std::to_string(spec.original_max_position_embeddings)
-                                                   : std::string("- (not set)"));
-  fmt::print("extended context          {}\n", extended_context(spec));
+  if (!spec.freq_factors.empty()) {
+    const auto [lo, hi] = std::minmax_element(spec.freq_factors.begin(), spec.freq_factors.end());
+    fmt::print("freq_factors              {} divisors, {:.7g} .. {:.7g}   (llama.cpp's rope_freqs: w_i / f_i, "
+               "in every numerics)\n", spec.freq_factors.size(), *lo, *hi);
+  }
+  const ContextLengths ctx = context_lengths(spec);
+  const char* assumed = "   (assumed: the config sets neither max_position_embeddings nor "
+                        "original_max_position_embeddings)";
+  fmt::print("original context          {}{}\n", ctx.original,
+             ctx.assumed                                   ? assumed
+             : spec.original_max_position_embeddings <= 0 ? "   (max_position_embeddings; no original_max_position_embeddings)"
+                                                           : "");
+  fmt::print("extended context          {}\n", ctx.extended);
   if (!config.layer_specs.empty()) {
     std::string names;
     for (const auto& [name, unused] : config.layer_specs) names += (names.empty() ? "" : ", ") + name;
@@ -145,9 +159,7 @@ void run_inspect(const InspectOptions& o) {
   if (o.seq_len < 0) throw Error("--seq-len (" + std::to_string(o.seq_len) + ") must not be negative");
   const Frequencies f = compute_frequencies(spec, numerics, o.seq_len);
   // r = L / wavelength is counted over the original context, or the only context the model has.
-  const double context = static_cast<double>(spec.original_max_position_embeddings > 0
-                                                 ? spec.original_max_position_embeddings
-                                                 : spec.max_position_embeddings);
+  const double context = static_cast<double>(context_lengths(spec).original);
   if (o.json) {
     print_json(config, spec, f, config.warnings, context);
   } else {

@@ -125,6 +125,21 @@ void missing_original_context(const ModelConfig& c, std::vector<Finding>& out) {
       "rope_scaling / rope_parameters dict."));
 }
 
+// No context at all: every command then works at kAssumedContext (spec.h's context_lengths).
+void assumed_context(const ModelConfig& c, std::vector<Finding>& out) {
+  const ContextLengths ctx = context_lengths(c.spec);
+  if (!ctx.assumed) return;
+  out.push_back(make(
+      "assumed-context", "info",
+      "the config states no context: posenc assumes " + std::to_string(kAssumedContext) + " tokens",
+      "Neither max_position_embeddings nor original_max_position_embeddings is set, so every posenc command "
+      "(inspect, compare, doctor, the figures) takes the original context as " + std::to_string(kAssumedContext) +
+          " and the extended context as " + std::to_string(ctx.extended) +
+          ". transformers falls back to its config class's default max_position_embeddings, which differs "
+          "between families (LlamaConfig 2048, for one), and llama.cpp to the GGUF's context_length.",
+      "Set max_position_embeddings (and original_max_position_embeddings for a scaled model) in the config."));
+}
+
 void attention_factor_engines(const ModelConfig& c, const Comparison& cmp, std::vector<Finding>& out) {
   const RopeSpec& s = c.spec;
   const bool yarn = s.method == Method::kYarn || s.method == Method::kDynamicYarn;
@@ -279,7 +294,7 @@ void longrope_switch(const ModelConfig& c, std::vector<Finding>& out) {
   const Frequencies shortf = compute_frequencies(s, Numerics::kPrecise, L);
   const Frequencies longf = compute_frequencies(s, Numerics::kPrecise, L + 1);
   const double at_edge = max_angle_difference(longf, shortf, L - 1);
-  const std::int64_t max_model_len = s.max_position_embeddings > 0 ? s.max_position_embeddings : extended_context(s);
+  const std::int64_t max_model_len = extended_context(s);
   out.push_back(make(
       "longrope-switch", "warning",
       "LongRoPE switches factors at the original context (" + std::to_string(L) + "), and each engine decides differently",
@@ -301,7 +316,7 @@ void longrope_switch(const ModelConfig& c, std::vector<Finding>& out) {
 // formed in bf16, which is what happens when position ids and inv_freq meet in bf16.
 void half_precision_table(const ModelConfig& c, std::vector<Finding>& out) {
   const RopeSpec& s = c.spec;
-  const std::int64_t ext = std::max<std::int64_t>(extended_context(s), 2);
+  const std::int64_t ext = extended_context(s);
   const Frequencies f = compute_frequencies(s, Numerics::kPrecise, ext);
   const std::size_t n = f.inv_freq.size();
   std::vector<double> co(n), si(n);
@@ -366,6 +381,7 @@ std::vector<Finding> diagnose(const ModelConfig& config) {
   integer_factor(config, out);
   factor_mismatch(config, out);
   missing_original_context(config, out);
+  assumed_context(config, out);
   attention_factor_engines(config, cmp, out);
   truncate_ignored(config, cmp, out);
   partial_rotary(config, out);

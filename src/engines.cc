@@ -275,7 +275,8 @@ Frequencies vllm_fixed_ntk(const RopeSpec& spec) {
   for (std::size_t i = 0; i < f.inv_freq.size(); ++i) {
     const float e = static_cast<float>(2 * i) / static_cast<float>(spec.rotary_dim);
     const float pos_freq = static_cast<float>(std::pow(static_cast<double>(base), static_cast<double>(e)));
-    const float inv = (1.0f / pos_freq) / divisor;
+    float inv = (1.0f / pos_freq) / divisor;
+    if (!spec.freq_factors.empty()) inv /= static_cast<float>(spec.freq_factors[i]);
     f.inv_freq[i] = inv;
     f.interpolation_weight[i] = spec.factor > 1.0 ? std::log(f.unscaled_inv_freq[i] / inv) / std::log(spec.factor) : 0.0;
   }
@@ -392,8 +393,7 @@ EngineView vllm_view(const RopeSpec& spec, std::int64_t seq_len, std::string_vie
       // long_mscale are forwarded, attention_factor is not.
       RopeSpec ls = spec;
       ls.longrope.attention_factor = longrope_context_factor(spec);
-      const std::int64_t max_model_len =
-          spec.max_position_embeddings > 0 ? spec.max_position_embeddings : extended_context(spec);
+      const std::int64_t max_model_len = extended_context(spec);
       const bool use_long = max_model_len > spec.original_max_position_embeddings;
       v.freqs = compute_frequencies(ls, Numerics::kHf, use_long ? spec.original_max_position_embeddings + 1 : 0);
       v.notes.push_back(std::string("picks the factors once at start-up: ") +
@@ -505,10 +505,9 @@ EngineView engine_view(const RopeSpec& spec, Engine engine, std::int64_t seq_len
 }
 
 std::vector<std::int64_t> default_comparison_positions(const RopeSpec& spec) {
-  std::int64_t L = spec.original_max_position_embeddings > 0 ? spec.original_max_position_embeddings
-                                                             : spec.max_position_embeddings;
-  if (L <= 0) L = 4096;
-  const std::int64_t extended = std::max(extended_context(spec), L);
+  const ContextLengths ctx = context_lengths(spec);
+  const std::int64_t L = ctx.original;
+  const std::int64_t extended = std::max(ctx.extended, L);
   std::vector<std::int64_t> p = {L - 1, L, 4 * L, extended - 1};
   constexpr std::int64_t kLast = std::numeric_limits<std::int32_t>::max();  // ggml's int32 positions
   for (std::int64_t& x : p) x = std::min(x, kLast);

@@ -99,6 +99,12 @@ std::string apply_method(RopeSpec& s, const RopeSpec& base, const std::string& n
     s.longrope = LongropeParams{};
   }
   s.yarn.ramp = probe.yarn.ramp;
+  if (!base.freq_factors.empty()) {
+    // rope_freqs are the model's scaling (Llama 3's, precomputed by the GGUF converter).
+    s.freq_factors.clear();
+    return "--scaling " + to + " replaces the model's own scaling: the " + std::to_string(base.freq_factors.size()) +
+           " freq_factors (llama.cpp's rope_freqs) are dropped";
+  }
   if (base.method == Method::kNone) return "";
   return "--scaling " + to + " replaces the model's own " + describe(base) +
          (keep_yarn ? "; its YaRN parameters are kept" : "");

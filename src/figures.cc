@@ -91,9 +91,7 @@ Scenario scenario_of(const RopeSpec& model) {
   Scenario sc;
   const bool scaled = model.method != Method::kNone && model.factor > 1.0;
   sc.factor = scaled ? model.factor : kDefaultFigureFactor;
-  sc.original_context = model.original_max_position_embeddings > 0 ? model.original_max_position_embeddings
-                        : model.max_position_embeddings > 0        ? model.max_position_embeddings
-                                                                   : kDefaultFigureContext;
+  sc.original_context = context_lengths(model).original;
   sc.extended_context = static_cast<std::int64_t>(std::llround(sc.factor * static_cast<double>(sc.original_context)));
   return sc;
 }
@@ -110,6 +108,7 @@ std::vector<MethodVariant> method_variants(const RopeSpec& model) {
     if (model.method != Method::kLlama3) s.llama3 = Llama3Params{};
     s.method = method;
     s.yarn.ramp = ramp;
+    s.freq_factors.clear();  // a GGUF's rope_freqs are the model's own scaling, not the method's
     s.factor = method == Method::kNone ? 1.0 : sc.factor;
     s.original_max_position_embeddings = sc.original_context;
     // Dynamic NTK grows the base once the sequence passes L' (transformers uses the config's
@@ -265,6 +264,7 @@ std::string yarn_ramp_figure(const RopeSpec& model, std::string_view model_name)
   RopeSpec yarn = model;
   if (!(model.method == Method::kYarn || model.method == Method::kDynamicYarn)) yarn.yarn = YarnParams{};
   yarn.method = Method::kYarn;
+  yarn.freq_factors.clear();
   yarn.factor = sc.factor;
   yarn.original_max_position_embeddings = sc.original_context;
   yarn.max_position_embeddings = sc.extended_context;

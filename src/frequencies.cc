@@ -1,6 +1,7 @@
 // compute_frequencies: RopeSpec -> Frequencies in one of the three numeric conventions.
 #include "posenc/frequencies.h"
 
+#include <algorithm>
 #include <cmath>
 #include <utility>
 
@@ -29,6 +30,22 @@ Frequencies from_result(const RopeSpec& spec, Numerics numerics, std::int64_t se
   return f;
 }
 
+// spec.freq_factors (llama.cpp's rope_freqs): w_i / f_i, one more operation in the convention's
+// arithmetic (float32 for hf). ggml's path divides inside rope_yarn itself. On plain RoPE the
+// divisors are the whole scaling, so a pair's weight is how far it moved in log space relative to
+// the largest divisor, as frequencies_from_ggml reports it.
+void divide_by_freq_factors(const RopeSpec& spec, bool float32, detail::MethodResult& r) {
+  if (spec.freq_factors.empty()) return;
+  double largest = 1.0;
+  for (double f : spec.freq_factors) largest = std::max(largest, f);
+  for (std::size_t i = 0; i < spec.freq_factors.size(); ++i) {
+    const double f = spec.freq_factors[i];
+    r.inv_freq[i] = float32 ? static_cast<double>(static_cast<float>(r.inv_freq[i]) / static_cast<float>(f))
+                            : r.inv_freq[i] / f;
+    if (spec.method == Method::kNone && largest > 1.0) r.interpolation_weight[i] = std::log(f) / std::log(largest);
+  }
+}
+
 }  // namespace
 
 Frequencies compute_frequencies(const RopeSpec& spec, Numerics numerics, std::int64_t seq_len) {
@@ -38,9 +55,15 @@ Frequencies compute_frequencies(const RopeSpec& spec, Numerics numerics, std::in
   validate(spec);
   const detail::MethodFn method = detail::find_method(method_name(spec.method));
   switch (numerics) {
-    case Numerics::kPrecise: return from_result(spec, numerics, seq_len, method(spec, seq_len, false));
+    case Numerics::kPrecise: {
+      detail::MethodResult r = method(spec, seq_len, false);
+      divide_by_freq_factors(spec, false, r);
+      return from_result(spec, numerics, seq_len, std::move(r));
+    }
     case Numerics::kHf: {
-      Frequencies f = from_result(spec, numerics, seq_len, method(spec, seq_len, true));
+      detail::MethodResult r = method(spec, seq_len, true);
+      divide_by_freq_factors(spec, true, r);
+      Frequencies f = from_result(spec, numerics, seq_len, std::move(r));
       // transformers keeps attention_scaling as a Python float and multiplies the float32 cos/sin
       // by it, which rounds it to float32 first.
       f.attention_factor = static_cast<float>(f.attention_factor);
@@ -49,7 +72,9 @@ Frequencies compute_frequencies(const RopeSpec& spec, Numerics numerics, std::in
     case Numerics::kGgml: {
       // The angles are ggml's; the per-pair weights and DeepSeek's softmax multiplier are
       // properties of the method, not of ggml's arithmetic, so they come from the precise path.
-      Frequencies precise = from_result(spec, numerics, seq_len, method(spec, seq_len, false));
+      detail::MethodResult r = method(spec, seq_len, false);
+      divide_by_freq_factors(spec, false, r);
+      Frequencies precise = from_result(spec, numerics, seq_len, std::move(r));
       Frequencies f = frequencies_from_ggml(ggml_params_from_spec(spec, seq_len));
       f.spec = spec;
       f.seq_len = seq_len;

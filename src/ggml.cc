@@ -211,6 +211,9 @@ GgmlRopeParams ggml_params_from_spec(const RopeSpec& spec, std::int64_t seq_len)
       break;
     }
   }
+  // rope_freqs (validate() refuses them beside llama3, longrope and proportional, whose own
+  // divisors fill freq_factors above).
+  if (!spec.freq_factors.empty()) p.freq_factors.assign(spec.freq_factors.begin(), spec.freq_factors.end());
   return p;
 }
 

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <limits>
+#include <map>
 #include <set>
 #include <string>
 
@@ -162,60 +163,62 @@ class Mapper {
   std::optional<std::string> string(const std::string& key) {
     const GgufValue* v = get(key);
     if (!v) return std::nullopt;
-    if (v->type != GgufType::kString) fail(show(key, *v) + " must be a string");
+    if (v->type != GgufType::kString) wrong_type(key, *v, "str");
     return v->string_value;
   }
 
-  // A non-negative integer of any integer type below 2^31 (ggml counts dims and contexts in
-  // int32); for an array (per-layer values, e.g. OpenELM's head counts) the first element.
+  // llama.cpp reads every key with one type and refuses any other (llama-model-loader.cpp,
+  // GGUFMeta::GKV::get_kv: "key %s has wrong type %s but expected type %s"), so a file that
+  // stores, say, a context length as u64 or as an array does not load there.
+  [[noreturn]] void wrong_type(const std::string& key, const GgufValue& v, std::string_view expected) const {
+    fail(show(key, v) + " has the wrong type: llama.cpp reads " + key + " as " + std::string(expected) +
+         " and refuses a file that stores it otherwise");
+  }
+
+  // A u32 key (context lengths, dims): load_hparams' get_key into a uint32_t. Values at or above
+  // 2^31 are refused too: ggml counts dims and positions in int32.
   std::optional<std::int64_t> integer(const std::string& key) {
     const GgufValue* v = get(key);
     if (!v) return std::nullopt;
-    std::optional<double> x;
-    if (v->type == GgufType::kArray) {
-      if (v->count == 0 || !v->number_at(0) || v->element_type == GgufType::kFloat32 ||
-          v->element_type == GgufType::kFloat64 || v->element_type == GgufType::kBool) {
-        fail(show(key, *v) + " must be an integer or a non-empty array of integers");
-      }
-      x = v->number_at(0);
-      for (std::uint64_t i = 1; i < v->count; ++i) {
-        if (v->number_at(i) != x) {
-          warn(show(key, *v) + " varies by layer; the first layer's value " + num(*x) + " is used");
-          break;
-        }
-      }
-    } else if (const auto i = v->as_integer()) {
-      x = static_cast<double>(*i);
-    } else {
-      fail(show(key, *v) + " must be an integer");
+    if (v->type != GgufType::kUint32) wrong_type(key, *v, "u32");
+    if (v->uint_value > static_cast<std::uint64_t>(std::numeric_limits<std::int32_t>::max())) {
+      fail(show(key, *v) + " must be below 2^31 (ggml counts dims and positions in int32)");
     }
-    if (!(*x >= 0 && *x <= std::numeric_limits<std::int32_t>::max())) {
-      fail(show(key, *v) + " must be an integer in [0, 2^31)");
-    }
-    return static_cast<std::int64_t>(*x);
+    return static_cast<std::int64_t>(v->uint_value);
   }
 
-  // A finite number: f32 (as llama.cpp stores these keys), f64, or an integer type.
+  // A u32, or an array of u32/i32 with one value per layer (get_key_or_arr: attention.head_count;
+  // OpenELM's vary by layer). The first layer's value is used.
+  std::optional<std::int64_t> integer_or_array(const std::string& key) {
+    const GgufValue* v = get(key);
+    if (!v) return std::nullopt;
+    if (v->type != GgufType::kArray) return integer(key);
+    if (v->element_type != GgufType::kUint32 && v->element_type != GgufType::kInt32) {
+      wrong_type(key, *v, "u32 or an array of u32 or i32 (one per layer)");
+    }
+    if (v->count == 0) fail(show(key, *v) + " must not be an empty array");
+    const double x = *v->number_at(0);
+    for (std::uint64_t i = 1; i < v->count; ++i) {
+      if (v->number_at(i) != x) {
+        warn(show(key, *v) + " varies by layer; the first layer's value " + num(x) + " is used");
+        break;
+      }
+    }
+    if (!(x >= 0 && x <= std::numeric_limits<std::int32_t>::max())) {
+      fail(show(key, *v) + ": element 0 (" + num(x) + ") must be in [0, 2^31)");
+    }
+    return static_cast<std::int64_t>(x);
+  }
+
+  // An f32 key (get_key into a float), finite.
   std::optional<Number> number(const std::string& key) {
     const GgufValue* v = get(key);
     if (!v) return std::nullopt;
+    if (v->type != GgufType::kFloat32) wrong_type(key, *v, "f32");
     Number n{};
-    if (v->type == GgufType::kFloat32) {
-      n.f32 = static_cast<float>(v->float_value);
-      n.value = decimal_of(n.f32);
-    } else if (v->type == GgufType::kFloat64) {
-      n.value = v->float_value;
-      n.f32 = static_cast<float>(n.value);
-    } else if (const auto i = v->as_integer()) {
-      n.value = static_cast<double>(*i);
-      n.f32 = static_cast<float>(n.value);
-      warn(show(key, *v) + " is stored as an integer; llama.cpp reads it as f32");
-    } else {
-      fail(show(key, *v) + " must be a number (f32)");
-    }
-    if (!std::isfinite(n.value) || !std::isfinite(n.f32)) {
-      fail(show(key, *v) + " must be a finite number");
-    }
+    n.f32 = static_cast<float>(v->float_value);
+    n.value = decimal_of(n.f32);
+    if (!std::isfinite(n.f32)) fail(show(key, *v) + " must be a finite number");
     return n;
   }
 
@@ -252,7 +255,7 @@ class Mapper {
   // unless attention.key_length is set; n_rot = rope.dimension_count, else n_embd_head_k.
   void read_dims(RopeSpec& s) {
     const auto n_embd = integer(p_ + "embedding_length");
-    const auto n_head = integer(p_ + "attention.head_count");
+    const auto n_head = integer_or_array(p_ + "attention.head_count");
     const auto key_length = integer(p_ + "attention.key_length");
     const auto n_rot = integer(p_ + "rope.dimension_count");
     ctx_train_ = integer(p_ + "context_length").value_or(0);
@@ -260,16 +263,20 @@ class Mapper {
     if (arch_ == "deepseek2" && n_rot) {
       // DeepSeek's RoPE runs on a separate qk_rope_head_dim slice (its HF config's head_dim).
       s.head_dim = *n_rot;
+      origin("head_dim", p_ + "rope.dimension_count");
     } else if (key_length) {
       s.head_dim = *key_length;
+      origin("head_dim", p_ + "attention.key_length");
     } else if (n_embd && n_head && *n_head > 0) {
       if (*n_embd % *n_head != 0) {
         fail(p_ + "embedding_length (" + std::to_string(*n_embd) + ") must be divisible by " + p_ +
              "attention.head_count (" + std::to_string(*n_head) + ") to give the head dim");
       }
       s.head_dim = *n_embd / *n_head;
+      origin("head_dim", p_ + "embedding_length", p_ + "attention.head_count");
     } else if (n_rot) {
       s.head_dim = *n_rot;
+      origin("head_dim", p_ + "rope.dimension_count");
       warn("the head dim is unknown (no " + p_ + "attention.key_length, embedding_length or "
            "attention.head_count); head_dim = " + p_ + "rope.dimension_count (" +
            std::to_string(*n_rot) + ")");
@@ -278,10 +285,46 @@ class Mapper {
            "embedding_length and " + p_ + "attention.head_count to give the head dim");
     }
     s.rotary_dim = n_rot.value_or(s.head_dim);
-    if (s.rotary_dim <= 0 || s.rotary_dim % 2 != 0) {
-      fail(p_ + "rope.dimension_count (" + std::to_string(s.rotary_dim) +
-           ") must be a positive even number");
+    if (n_rot) {
+      origin("rotary_dim", p_ + "rope.dimension_count");
+    } else {
+      origins_["rotary_dim"] = origins_["head_dim"] + " (no " + p_ + "rope.dimension_count: n_rot = the head dim)";
     }
+    if (s.rotary_dim <= 0 || s.rotary_dim % 2 != 0) {
+      fail("the rotated dims n_rot (" + std::to_string(s.rotary_dim) + ") must be a positive even number; " +
+           origins_["rotary_dim"]);
+    }
+    origin("max_position_embeddings", p_ + "context_length");
+  }
+
+  // Where a spec field or a ggml parameter came from, as "from KEY (value)[, KEY (value)]", for
+  // the messages of errors found later on the derived value (validate()).
+  void origin(const std::string& field, const std::string& key, const std::string& key2 = "") {
+    std::string text = "from ";
+    for (const std::string& k : {key, key2}) {
+      if (k.empty()) continue;
+      const GgufValue* v = f_.find(k);
+      text += (text.size() > 5 ? " and " : "") + (v ? show(k, *v) : k + " (not set)");
+    }
+    origins_[field] = text;
+  }
+
+  // An error of validate() on the spec or on ggml's parameters, with the keys the fields it
+  // names were read from (the message quotes the derived value, e.g. head_dim = n_embd / n_head).
+  [[noreturn]] void fail_derived(const std::string& what) const {
+    std::string sources;
+    const auto names = [&what](const std::string& field) {  // `field (` or `field[`, as a whole word
+      for (std::size_t at = what.find(field); at != std::string::npos; at = what.find(field, at + 1)) {
+        const std::size_t end = at + field.size();
+        const bool word_start = at == 0 || !(std::isalnum(static_cast<unsigned char>(what[at - 1])) || what[at - 1] == '_');
+        if (word_start && end < what.size() && (what[end] == '[' || what.compare(end, 2, " (") == 0)) return true;
+      }
+      return false;
+    };
+    for (const auto& [field, text] : origins_) {
+      if (names(field)) sources += "; " + field + " " + text;
+    }
+    fail(what + sources);
   }
 
   // The factor tensors, checked against n_rot / 2.
@@ -294,10 +337,18 @@ class Mapper {
     const auto it = f_.rope_tensors.find(name);
     if (it == f_.rope_tensors.end()) return nullptr;
     const auto n = static_cast<std::size_t>(s.rotary_dim / 2);
-    if (it->second.size() != n) {
-      fail("tensor " + std::string(name) + " has " + std::to_string(it->second.size()) +
-           " elements; " + p_ + "rope.dimension_count (" + std::to_string(s.rotary_dim) +
-           ") needs " + std::to_string(n) + ", one per rotated pair");
+    // llama.cpp creates the tensor with shape {n_rot / 2} and refuses any other shape, even one
+    // with the same element count such as [n/2, 2] (llama_model_loader::check_tensor_dims:
+    // "tensor ... has wrong shape; expected ..., got ...").
+    const GgufTensorInfo* info = f_.find_tensor(name);
+    bool shape_ok = !info->ne.empty() && info->ne[0] == n;
+    for (std::size_t d = 1; d < info->ne.size(); ++d) shape_ok = shape_ok && info->ne[d] == 1;
+    if (!shape_ok) {
+      std::string shape;
+      for (std::uint64_t ne : info->ne) shape += (shape.empty() ? "" : ", ") + std::to_string(ne);
+      fail("tensor " + std::string(name) + " has shape [" + shape + "]; llama.cpp requires [" + std::to_string(n) +
+           "] (" + p_ + "rope.dimension_count " + std::to_string(s.rotary_dim) +
+           " / 2, one divisor per rotated pair) and refuses the file otherwise");
     }
     for (std::size_t i = 0; i < n; ++i) {
       if (!(it->second[i] > 0.0f) || !std::isfinite(it->second[i])) {
@@ -334,13 +385,19 @@ class Mapper {
       fail(p_ + "rope.scaling.factor (" + num(factor->value) + ") must be greater than 0");
     }
     orig_ctx_ = integer(p_ + "rope.scaling.original_context_length");
+    // The pre-training context, whatever the scaling type (Phi-3's files set it with no scaling
+    // type, for its LongRoPE tensors); yarn and longrope fall back to context_length below.
+    if (orig_ctx_) s.original_max_position_embeddings = *orig_ctx_;
     const auto attn = number(p_ + "rope.scaling.attn_factor");
     const auto log_mul = number(p_ + "rope.scaling.yarn_log_multiplier");
     const auto ext = number(p_ + "rope.scaling.yarn_ext_factor");
     const auto yarn_attn = number(p_ + "rope.scaling.yarn_attn_factor");
     const auto beta_fast = number(p_ + "rope.scaling.yarn_beta_fast");
     const auto beta_slow = number(p_ + "rope.scaling.yarn_beta_slow");
-    get(p_ + "rope.scaling.finetuned");  // says whether the model was tuned; no number changes
+    // Says whether the model was tuned; no number changes, but llama.cpp reads it as a bool.
+    if (const GgufValue* tuned = get(p_ + "rope.scaling.finetuned"); tuned && tuned->type != GgufType::kBool) {
+      wrong_type(p_ + "rope.scaling.finetuned", *tuned, "bool");
+    }
 
     const std::vector<float>* freqs = tensor(kGgufRopeFreqs, s);
     const std::vector<float>* longf = tensor(kGgufRopeFactorsLong, s);
@@ -351,6 +408,14 @@ class Mapper {
            "; LongRoPE needs both");
     }
     const bool has_longrope = longf != nullptr;
+    // llama.cpp divides the frequencies by rope_freqs, or by the LongRoPE factors when the file
+    // has them (llama_model::get_rope_factors), whatever the scaling type. A longrope spec
+    // carries its factors itself; any other spec carries the divisors llama.cpp uses.
+    if (has_longrope && type != "longrope" && type_str) {
+      s.freq_factors.assign(shortf->begin(), shortf->end());
+    } else if (freqs && !has_longrope) {
+      s.freq_factors.assign(freqs->begin(), freqs->end());
+    }
     if (type == "longrope" && !has_longrope) {
       fail(type_key + " (\"longrope\") needs the tensors " + std::string(kGgufRopeFactorsLong) +
            " and " + std::string(kGgufRopeFactorsShort) + ", which the file does not have");
@@ -363,6 +428,23 @@ class Mapper {
     g.freq_scale = factor ? 1.0f / factor->f32 : 1.0f;
     if (type == "none") g.freq_scale = 1.0f;  // "never scale if scaling type is none"
     const std::int64_t n_ctx_orig = orig_ctx_.value_or(ctx_train_);
+    const std::string orig_key = p_ + (orig_ctx_ ? "rope.scaling.original_context_length" : "context_length");
+    origin("n_ctx_orig", orig_key);
+    origin("original_max_position_embeddings", orig_key);
+    origin("freq_base", p_ + "rope.freq_base");
+    origin("rope_theta", p_ + "rope.freq_base");
+    for (const char* field : {"factor", "freq_scale"}) {
+      origin(field, p_ + (f_.find(p_ + "rope.scaling.factor") || !f_.find(p_ + "rope.scale_linear") ? "rope.scaling.factor"
+                                                                                                      : "rope.scale_linear"));
+    }
+    origin("beta_fast", p_ + "rope.scaling.yarn_beta_fast");
+    origin("beta_slow", p_ + "rope.scaling.yarn_beta_slow");
+    origin("ext_factor", p_ + "rope.scaling.yarn_ext_factor");
+    origin("extrapolation_factor", p_ + "rope.scaling.yarn_ext_factor");
+    origin("attn_factor", p_ + "rope.scaling.attn_factor", p_ + "rope.scaling.yarn_attn_factor");
+    origin("attention_factor", p_ + "rope.scaling.attn_factor", p_ + "rope.scaling.yarn_attn_factor");
+    origin("mscale_all_dim", p_ + "rope.scaling.yarn_log_multiplier");
+    origins_["freq_factors"] = "from tensor " + std::string(longf ? kGgufRopeFactorsShort : kGgufRopeFreqs);
     g.n_ctx_orig = static_cast<int>(n_ctx_orig);
     g.beta_fast = beta_fast ? beta_fast->f32 : kBetaFast;
     g.beta_slow = beta_slow ? beta_slow->f32 : kBetaSlow;
@@ -396,7 +478,9 @@ class Mapper {
 
     // ---- The spec: what the keys ask for, in Hugging Face's terms.
     if (freqs) {
-      freqs_count_ = freqs->size();
+      note(std::string(kGgufRopeFreqs) + ": " + std::to_string(freqs->size()) +
+           " precomputed frequency divisors (Llama 3 scaling, written by convert_hf_to_gguf.py), "
+           "carried as the spec's freq_factors");
       if (has_longrope) {
         warn("the file has both " + std::string(kGgufRopeFreqs) + " and LongRoPE factors; llama.cpp "
              "uses the LongRoPE ones");
@@ -407,8 +491,10 @@ class Mapper {
       return;
     }
     if (has_longrope) {
-      warn("the LongRoPE tensors are present but " + type_key + " is \"" + type +
-           "\": llama.cpp divides the frequencies by them as well; the spec ignores them");
+      warn("the LongRoPE tensors are present but " + type_key + " is \"" + type + "\": llama.cpp divides "
+           "the frequencies by " + std::string(kGgufRopeFactorsShort) + " (freq_factors) and by " +
+           std::string(kGgufRopeFactorsLong) + " once its context per sequence exceeds n_ctx_orig (" +
+           std::to_string(n_ctx_orig) + "); the spec carries the short ones");
     }
     if (type == "yarn") {
       read_yarn(s, factor, attn, log_mul, ext, yarn_attn, beta_fast, beta_slow, deepseek2, mscale);
@@ -541,12 +627,12 @@ class Mapper {
     try {
       for (std::string& w : validate(c.spec)) warnings_.push_back(f_.source + ": " + w);
     } catch (const Error& e) {
-      fail(e.what());
+      fail_derived(e.what());
     }
     try {
       validate(out.ggml);
     } catch (const Error& e) {
-      fail(std::string("llama.cpp's parameters: ") + e.what());
+      fail_derived(std::string("llama.cpp's parameters: ") + e.what());
     }
     for (const auto& [key, value] : f_.metadata) {
       if (read_.count(key) != 0 && key != p_ + "rope.scaling.finetuned") continue;
@@ -567,15 +653,6 @@ class Mapper {
         warn("tensor \"" + t.name + "\" looks RoPE-related but is not one posenc reads");
       }
     }
-    if (freqs_count_ > 0) {
-      c.warnings.push_back(
-          f_.source + ": tensor " + std::string(kGgufRopeFreqs) + " carries " +
-          std::to_string(freqs_count_) +
-          " precomputed frequency divisors (Llama 3 scaling, computed by convert_hf_to_gguf.py); "
-          "the llama3 parameters they came from are not in the file, so the spec is what the keys "
-          "say (rope_type \"" + method_name(c.spec) + "\") while llama.cpp divides each frequency "
-          "by these factors (see ggml.freq_factors)");
-    }
     c.warnings.insert(c.warnings.end(), warnings_.begin(), warnings_.end());
     out.notes = std::move(notes_);
   }
@@ -586,8 +663,8 @@ class Mapper {
   GgmlMode mode_ = GgmlMode::kNormal;
   std::int64_t ctx_train_ = 0;
   std::optional<std::int64_t> orig_ctx_;
-  std::size_t freqs_count_ = 0;
   std::set<std::string> read_;
+  std::map<std::string, std::string> origins_;  // field -> "from KEY (value)"; see origin()
   std::vector<std::string> warnings_;
   std::vector<std::string> notes_;
 };

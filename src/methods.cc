@@ -135,8 +135,10 @@ MethodResult dynamic(const RopeSpec& spec, std::int64_t seq_len) {
   const T s = static_cast<T>(spec.factor);
   const T growth = s * static_cast<T>(seq_len) / static_cast<T>(spec.max_position_embeddings) -
                    static_cast<T>(spec.factor - 1.0);
-  const T exponent = static_cast<T>(static_cast<double>(d) / (static_cast<double>(d) - 2.0));
-  const T base = static_cast<T>(spec.rope_theta) * rpow(growth, exponent);
+  // `tensor ** python_float` on a 0-dim float32 tensor is std::pow(float, double) in torch
+  // (pow_tensor_scalar): the exponent stays a double, and the double result is rounded once.
+  const double exponent = static_cast<double>(d) / (static_cast<double>(d) - 2.0);
+  const T base = static_cast<T>(spec.rope_theta) * static_cast<T>(std::pow(static_cast<double>(growth), exponent));
   std::vector<T> inv = exponents<T>(spec.rotary_dim / 2, spec.rotary_dim);
   for (T& x : inv) x = T(1) / rpow(base, x);
   // The scale dynamic NTK reaches at this length: s * seq_len / L' - (s - 1).

@@ -182,6 +182,22 @@ void check_proportional(const RopeSpec& s, Checker& c) {
   }
 }
 
+// llama.cpp's rope_freqs divide the frequencies of any method that has no divisors of its own.
+void check_freq_factors(const RopeSpec& s, Checker& c) {
+  if (s.freq_factors.empty()) return;
+  if (s.method == Method::kLlama3 || s.method == Method::kLongrope || s.method == Method::kProportional) {
+    c.fail("freq_factors (" + std::to_string(s.freq_factors.size()) +
+           " divisors, llama.cpp's rope_freqs) cannot be combined with this method, which computes "
+           "its own per-pair divisors");
+  }
+  const auto n = static_cast<std::size_t>(pair_count(s));
+  if (s.freq_factors.size() != n) {
+    c.fail("freq_factors has " + std::to_string(s.freq_factors.size()) +
+           " entries; expected rotary_dim / 2 = " + std::to_string(n));
+  }
+  for (std::size_t i = 0; i < n; ++i) c.positive("freq_factors[" + std::to_string(i) + "]", s.freq_factors[i]);
+}
+
 }  // namespace
 
 std::string_view method_name(Method method) {
@@ -247,16 +263,25 @@ std::vector<std::string> validate(const RopeSpec& spec) {
     case Method::kLongrope: check_longrope(spec, c); break;
     case Method::kProportional: check_proportional(spec, c); break;
   }
+  check_freq_factors(spec, c);
   return c.take_warnings();
 }
 
-std::int64_t extended_context(const RopeSpec& spec) {
-  if (spec.max_position_embeddings > 0) return spec.max_position_embeddings;
-  if (spec.original_max_position_embeddings > 0) {
-    const double s = spec.method == Method::kNone ? 1.0 : std::max(1.0, spec.factor);
-    return static_cast<std::int64_t>(std::llround(s * static_cast<double>(spec.original_max_position_embeddings)));
+ContextLengths context_lengths(const RopeSpec& spec) {
+  ContextLengths c;
+  const std::int64_t L = spec.original_max_position_embeddings;
+  const std::int64_t L_ext = spec.max_position_embeddings;
+  c.original = L > 0 ? L : L_ext > 0 ? L_ext : kAssumedContext;
+  c.assumed = L <= 0 && L_ext <= 0;
+  if (L_ext > 0) {
+    c.extended = L_ext;
+  } else {
+    const double s = spec.method == Method::kNone || !std::isfinite(spec.factor) ? 1.0 : std::max(1.0, spec.factor);
+    c.extended = static_cast<std::int64_t>(std::llround(s * static_cast<double>(c.original)));
   }
-  return 0;
+  return c;
 }
+
+std::int64_t extended_context(const RopeSpec& spec) { return context_lengths(spec).extended; }
 
 }  // namespace posenc

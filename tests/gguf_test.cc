@@ -164,6 +164,8 @@ TEST(GgufReal, Phi3VocabIsHalfSplit) {
   EXPECT_EQ(s.method, Method::kNone);
   EXPECT_EQ(s.max_position_embeddings, 4096);
   EXPECT_EQ(m.ggml.n_ctx_orig, 4096);
+  // The key is set, so the spec has it whatever the scaling type (inspect printed "not set").
+  EXPECT_EQ(s.original_max_position_embeddings, 4096);
   EXPECT_THAT(m.config.warnings, IsEmpty());
 }
 
@@ -296,11 +298,26 @@ TEST(GgufModels, Llama3RopeFreqsGoToGgml) {
   EXPECT_EQ(m.config.spec.method, Method::kNone);
   EXPECT_EQ(m.config.spec.rope_theta, 500000.0);
   EXPECT_EQ(m.ggml.freq_factors, factors);
-  EXPECT_THAT(m.config.warnings, HasWarning("rope_freqs.weight carries 64 precomputed", "ggml.freq_factors"));
+  // The spec carries the divisors, so every numerics and every command sees them.
+  EXPECT_EQ(m.config.spec.freq_factors, std::vector<double>(factors.begin(), factors.end()));
+  EXPECT_EQ(ggml_params_from_spec(m.config.spec).freq_factors, factors);
   // What llama.cpp computes equals posenc's ggml rendering of the HF llama3 spec.
   const Frequencies from_file = frequencies_from_ggml(m.ggml);
   const Frequencies from_hf = compute_frequencies(hf.spec, Numerics::kGgml);
   EXPECT_EQ(from_file.inv_freq, from_hf.inv_freq);
+  EXPECT_EQ(compute_frequencies(m.config.spec, Numerics::kGgml).inv_freq, from_hf.inv_freq);
+  // precise and hf divide too: the low-frequency pairs move by the factor 8 of Llama 3.1, the high
+  // ones not at all (the blend band aside, the same ratios as the llama3 method's).
+  const Frequencies precise = compute_frequencies(m.config.spec, Numerics::kPrecise);
+  const Frequencies precise_hf = compute_frequencies(hf.spec, Numerics::kPrecise);
+  EXPECT_EQ(precise.inv_freq[0], precise.unscaled_inv_freq[0]);
+  EXPECT_DOUBLE_EQ(precise.unscaled_inv_freq[63] / precise.inv_freq[63], 8.0);
+  for (std::size_t i = 0; i < 64; ++i) {
+    EXPECT_NEAR(precise.inv_freq[i], precise_hf.inv_freq[i], 1e-6 * precise_hf.inv_freq[i]) << "pair " << i;
+  }
+  const Frequencies hf32 = compute_frequencies(m.config.spec, Numerics::kHf);
+  EXPECT_EQ(static_cast<float>(hf32.inv_freq[63]),
+            static_cast<float>(hf32.unscaled_inv_freq[63]) / factors[63]);
 }
 
 TEST(GgufModels, LongRopeMatchesTheHfConfig) {
@@ -511,7 +528,7 @@ TEST(GgufMappingErrors, Architecture) {
   EXPECT_EQ(error_of(GgufWriter().kv("x", W::u8(1)).bytes()),
             "t.gguf: general.architecture is missing; it names the model's architecture");
   EXPECT_THAT(error_of(GgufWriter().kv("general.architecture", W::u32(1)).bytes()),
-              HasSubstr("general.architecture (u32 1) must be a string"));
+              HasSubstr("general.architecture (u32 1) has the wrong type: llama.cpp reads general.architecture as str"));
   EXPECT_THAT(error_of(GgufWriter().kv("general.architecture", W::str("nonesuch")).bytes()),
               HasSubstr("general.architecture (\"nonesuch\") is not an architecture in llama.cpp's"));
   EXPECT_THAT(error_of(GgufWriter().kv("general.architecture", W::str("gpt2")).bytes()),
@@ -525,7 +542,7 @@ TEST(GgufMappingErrors, Keys) {
               HasSubstr("needs the tensors rope_factors_long.weight and rope_factors_short.weight"));
   GgufWriter odd;
   odd.kv("general.architecture", W::str("llama")).kv("llama.rope.dimension_count", W::u32(7));
-  EXPECT_THAT(error_of(odd.bytes()), HasSubstr("llama.rope.dimension_count (7) must be a positive even number"));
+  EXPECT_THAT(error_of(odd.bytes()), HasSubstr("the rotated dims n_rot (7) must be a positive even number; from llama.rope.dimension_count (u32 7)"));
   GgufWriter indivisible;
   indivisible.kv("general.architecture", W::str("llama"))
       .kv("llama.embedding_length", W::u32(100))
@@ -537,17 +554,98 @@ TEST(GgufMappingErrors, Keys) {
   base.kv("general.architecture", W::str("llama"))
       .kv("llama.rope.dimension_count", W::u32(8))
       .kv("llama.rope.freq_base", W::str("big"));
-  EXPECT_THAT(error_of(base.bytes()), HasSubstr("llama.rope.freq_base (str \"big\") must be a number"));
+  EXPECT_THAT(error_of(base.bytes()),
+              HasSubstr("llama.rope.freq_base (str \"big\") has the wrong type: llama.cpp reads "
+                        "llama.rope.freq_base as f32"));
   GgufWriter ctx;
   ctx.kv("general.architecture", W::str("llama"))
       .kv("llama.rope.dimension_count", W::u32(8))
       .kv("llama.context_length", W::u64(std::uint64_t{1} << 40));
-  EXPECT_THAT(error_of(ctx.bytes()), HasSubstr("llama.context_length (u64 1099511627776) must be an integer in [0, 2^31)"));
+  EXPECT_THAT(error_of(ctx.bytes()), HasSubstr("llama.context_length (u64 1099511627776) has the wrong type: "
+                                               "llama.cpp reads llama.context_length as u32"));
+  GgufWriter big;
+  big.kv("general.architecture", W::str("llama"))
+      .kv("llama.rope.dimension_count", W::u32(8))
+      .kv("llama.context_length", W::u32(0x80000000u));
+  EXPECT_THAT(error_of(big.bytes()), HasSubstr("llama.context_length (u32 2147483648) must be below 2^31"));
+}
+
+// A value that fails validation after it was derived (head_dim = embedding_length / head_count,
+// n_ctx_orig from context_length) is reported with the keys it came from and their own values.
+TEST(GgufMappingErrors, DerivedValuesNameTheirKeys) {
+  GgufWriter wide;
+  wide.kv("general.architecture", W::str("llama"))
+      .kv("llama.embedding_length", W::u32(1u << 20))
+      .kv("llama.attention.head_count", W::u32(8));
+  EXPECT_THAT(error_of(wide.bytes()),
+              AllOf(HasSubstr("head_dim (131072) must be at most 65536"),
+                    HasSubstr("head_dim from llama.embedding_length (u32 1048576) and llama.attention.head_count (u32 8)")));
+  GgufWriter odd;
+  odd.kv("general.architecture", W::str("llama")).kv("llama.attention.key_length", W::u32(7));
+  EXPECT_THAT(error_of(odd.bytes()), AllOf(HasSubstr("the rotated dims n_rot (7) must be a positive even number"),
+                                           HasSubstr("from llama.attention.key_length (u32 7)"),
+                                           HasSubstr("no llama.rope.dimension_count")));
+  // yarn without any context: n_ctx_orig falls back to context_length, which is not set.
+  GgufWriter yarn = tiny_llama();
+  yarn.kv("llama.rope.scaling.type", W::str("yarn")).kv("llama.rope.scaling.factor", W::f32(4.0f))
+      .kv("llama.rope.scaling.yarn_beta_fast", W::f32(0.5f));
+  EXPECT_THAT(error_of(yarn.bytes()), AllOf(HasSubstr("beta_fast (0.5) must be greater than beta_slow (1)"),
+                                            HasSubstr("beta_fast from llama.rope.scaling.yarn_beta_fast (f32 0.5)")));
+}
+
+// llama.cpp's loader reads each key with one type (GGUFMeta::GKV::get_kv) and refuses the file
+// when the key holds another: so does posenc, naming the type llama.cpp reads.
+TEST(GgufMappingErrors, KeyTypesLlamaCppRefuses) {
+  struct Case {
+    const char* key;
+    W::Value value;
+    const char* expected;
+  };
+  const std::vector<Case> cases = {
+      {"llama.context_length", W::array(4, {W::u32(4096), W::u32(4096)}), "u32"},
+      {"llama.context_length", W::i32(4096), "u32"},
+      {"llama.rope.scaling.original_context_length", W::u64(4096), "u32"},
+      {"llama.attention.key_length", W::f32(64.0f), "u32"},
+      {"llama.rope.freq_base", W::f64(10000.0), "f32"},
+      {"llama.rope.scaling.factor", W::u32(4), "f32"},
+      {"llama.rope.scaling.attn_factor", W::f64(1.0), "f32"},
+      {"llama.rope.scaling.type", W::u32(1), "str"},
+      {"llama.rope.scaling.finetuned", W::u8(1), "bool"},
+  };
+  for (const Case& c : cases) {
+    GgufWriter w;
+    w.kv("general.architecture", W::str("llama")).kv("llama.rope.dimension_count", W::u32(8)).kv(c.key, c.value);
+    EXPECT_THAT(error_of(w.bytes()), HasSubstr(std::string("has the wrong type: llama.cpp reads ") + c.key + " as " +
+                                               c.expected))
+        << c.key;
+  }
+  // attention.head_count is get_key_or_arr: a u32 or one value per layer.
+  GgufWriter per_layer;
+  per_layer.kv("general.architecture", W::str("llama"))
+      .kv("llama.embedding_length", W::u32(64))
+      .kv("llama.attention.head_count", W::array(4, {W::u32(8), W::u32(8)}));
+  EXPECT_EQ(model_of(per_layer.bytes()).config.spec.head_dim, 8);
+  GgufWriter float_heads;
+  float_heads.kv("general.architecture", W::str("llama"))
+      .kv("llama.embedding_length", W::u32(64))
+      .kv("llama.attention.head_count", W::array(6, {W::f32(8.0f)}));
+  EXPECT_THAT(error_of(float_heads.bytes()), HasSubstr("llama.attention.head_count (arr[f32] of 1) has the wrong type"));
 }
 
 TEST(GgufMappingErrors, RopeTensors) {
   EXPECT_THAT(error_of(tiny_llama().tensor_f32("rope_freqs.weight", {1, 2, 3}).bytes()),
-              HasSubstr("tensor rope_freqs.weight has 3 elements; llama.rope.dimension_count (8) needs 4"));
+              HasSubstr("tensor rope_freqs.weight has shape [3]; llama.cpp requires [4] "
+                        "(llama.rope.dimension_count 8 / 2"));
+  // The right element count in the wrong shape: llama.cpp's check_tensor_dims refuses [2, 2].
+  EXPECT_THAT(error_of(tiny_llama().tensor("rope_freqs.weight", {2, 2}, 0, std::vector<std::uint8_t>(16, 0x3f)).bytes()),
+              HasSubstr("tensor rope_freqs.weight has shape [2, 2]; llama.cpp requires [4]"));
+  std::vector<std::uint8_t> ones(16, 0x00);  // four f32 1.0 (0x3f800000, little-endian)
+  for (std::size_t i = 0; i < 4; ++i) {
+    ones[4 * i + 2] = 0x80;
+    ones[4 * i + 3] = 0x3f;
+  }
+  EXPECT_EQ(model_of(tiny_llama().tensor("rope_freqs.weight", {4, 1}, 0, ones).bytes()).config.spec.freq_factors,
+            std::vector<double>(4, 1.0));
   EXPECT_THAT(error_of(tiny_llama().tensor_f32("rope_freqs.weight", {1, 0, 1, 1}).bytes()),
               HasSubstr("rope_freqs.weight[1] (0) must be a finite number greater than 0"));
   EXPECT_THAT(error_of(tiny_llama().tensor_f32("rope_factors_long.weight", {1, 1, 1, 1}).bytes()),

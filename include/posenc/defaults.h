@@ -4,6 +4,8 @@
 // uses the same names, so a default can never drift between the two.
 #pragma once
 
+#include <cstdint>
+
 namespace posenc {
 
 // Base of the rotary frequencies, b in w_i = b^(-2i/D). RoFormer (Su et al. 2021) and
@@ -32,5 +34,10 @@ inline constexpr double kLlama3HighFreqFactor = 4.0;
 
 // Position interpolation and NTK default: no scaling.
 inline constexpr double kDefaultFactor = 1.0;
+
+// The context assumed for a model whose config states neither max_position_embeddings nor
+// original_max_position_embeddings (Llama 2's 4096). Every command that needs a context then
+// uses it and says so (context_lengths() in spec.h).
+inline constexpr std::int64_t kAssumedContext = 4096;
 
 }  // namespace posenc

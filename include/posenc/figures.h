@@ -41,8 +41,6 @@ inline constexpr std::string_view kAttentionFactorTitle = "Attention factor vs s
 
 // The scale factor the RoPE figures use for a model without scaling (Llama 3.1's factor).
 inline constexpr double kDefaultFigureFactor = 8.0;
-// The original context assumed when a model names none (Llama 2's).
-inline constexpr std::int64_t kDefaultFigureContext = 4096;
 
 struct Scenario {
   double factor = 1.0;                  // s: the model's factor, or kDefaultFigureFactor

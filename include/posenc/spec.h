@@ -78,6 +78,12 @@ struct RopeSpec {
   YarnParams yarn;
   Llama3Params llama3;
   LongropeParams longrope;
+  // Divisors of each pair's frequency, applied after the method: w_i / freq_factors[i]. This is
+  // llama.cpp's freq_factors argument of ggml_rope_ext, which a GGUF file carries as the
+  // rope_freqs tensor (convert_hf_to_gguf.py precomputes Llama 3 scaling into it). Empty: none;
+  // else n = rotary_dim / 2 finite numbers > 0. Not with llama3, longrope or proportional, which
+  // compute their own divisors.
+  std::vector<double> freq_factors;
 };
 
 // Registry names: "default", "linear", "ntk", "dynamic", "yarn", "dynamic-yarn", "llama3",
@@ -100,7 +106,17 @@ std::vector<std::string> validate(const RopeSpec& spec);
 // Number of rotated pairs n = D / 2 (the length of Frequencies::inv_freq).
 inline std::int64_t pair_count(const RopeSpec& spec) { return spec.rotary_dim / 2; }
 
-// The context the scaled model is meant to reach: L' when set, else s * L (or L).
+// The two contexts every command shows and works with, by one rule:
+//   original = L, else L', else kAssumedContext (assumed = true);
+//   extended = L', else s * L for a method that scales (s >= 1), else original.
+struct ContextLengths {
+  std::int64_t original = 0;
+  std::int64_t extended = 0;
+  bool assumed = false;  // neither L nor L' is set: kAssumedContext stands in for L
+};
+ContextLengths context_lengths(const RopeSpec& spec);
+
+// context_lengths(spec).extended: the context the scaled model is meant to reach.
 std::int64_t extended_context(const RopeSpec& spec);
 
 }  // namespace posenc

@@ -87,8 +87,11 @@ inline std::vector<float> NtkInvFreq(std::int64_t d, double base, double factor)
 // seq_len = max(position_ids) + 1 is an int64 0-dim tensor, so once it exceeds L'
 //   base' = base * ((factor * seq_len / L') - (factor - 1)) ** (dim / (dim - 2))
 // runs in float32 tensor arithmetic: fl32(fl32(s) * fl32(seq_len)), / fl32(L'), - fl32(s - 1),
-// ** fl32(D / (D - 2)), fl32(base) * . At seq_len <= L' (and at initialisation) the buffer
-// keeps the default inv_freq.
+// then `** (D / (D - 2))` and fl32(base) * . The exponent is NOT rounded to float32: torch's
+// pow_tensor_scalar hands a 0-dim float tensor and a Python-float exponent to
+// std::pow(float, double), a double pow whose result is rounded once to float (checked on
+// torch 1.13: InternLM2.5's base at 65536 is 3052773.75; a float32 exponent gives 3052774).
+// At seq_len <= L' (and at initialisation) the buffer keeps the default inv_freq.
 inline float DynamicBase(std::int64_t d, double base, double factor, std::int64_t max_pos,
                          std::int64_t seq_len) {
   const float s = Fl32(factor);
@@ -96,8 +99,8 @@ inline float DynamicBase(std::int64_t d, double base, double factor, std::int64_
   const float prod = s * l;
   const float ratio = prod / Fl32(static_cast<double>(max_pos));
   const float arg = ratio - Fl32(factor - 1.0);
-  const float e = Fl32(static_cast<double>(d) / static_cast<double>(d - 2));
-  const float powered = PowF(arg, e);
+  const double e = static_cast<double>(d) / static_cast<double>(d - 2);
+  const float powered = static_cast<float>(std::pow(static_cast<long double>(arg), static_cast<long double>(e)));
   return Fl32(base) * powered;
 }
 

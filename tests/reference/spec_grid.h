@@ -122,7 +122,9 @@ inline std::vector<GridCase> SpecGrid() {
           posenc::RopeSpec dynamic =
               BaseSpec(Method::kDynamic, head_dim, rotary_dim, theta, factor);
           dynamic.max_position_embeddings = L;
-          add(dynamic);
+          // Lengths just past L' and off the powers of two, where the float32 base rounds
+          // differently from step to step.
+          grid.push_back({dynamic, {0, L, L + 1, 2 * L, 3 * L + 7, 10 * L, 37 * L + 1}});
 
           for (const YarnVariant& variant : YarnVariants()) {
             posenc::RopeSpec yarn = BaseSpec(Method::kYarn, head_dim, rotary_dim, theta, factor);
