@@ -168,7 +168,9 @@ Frequencies resolve(const ApplyOptions& o, std::int64_t head_dim, const Position
       throw Error("--seq-len (" + std::to_string(*o.seq_len) +
                   ") has no effect with ggml_rope_ext parameters: their frequencies do not depend on it");
     }
-    Frequencies f = frequencies_from_ggml(ggml_params_from_flags(o.encoding, head_dim));
+    const GgmlRopeParams params = ggml_params_from_flags(o.encoding, head_dim);
+    for (const std::string& w : validate(params)) warnings.push_back(w);
+    Frequencies f = frequencies_from_ggml(params);
     f.spec.head_dim = head_dim;  // ggml rotates the first n_dims dims of each head, as rotary_dim
     source = "ggml_rope_ext parameters";
     return f;

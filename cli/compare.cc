@@ -96,7 +96,7 @@ void print_json(const ModelConfig& config, const Comparison& c) {
 std::string cell(const EngineComparison& e, std::size_t i) {
   if (i >= e.view.freqs.inv_freq.size()) return fmt::format("{:>14} {:>8}", "-", "");
   const double d = i < e.relative_difference.size() ? e.relative_difference[i] : 0.0;
-  const bool beyond = i < e.budget.size() && d > e.budget[i];
+  const bool beyond = i < e.budget.size() && !(d <= e.budget[i]);  // NaN is beyond any budget
   return fmt::format("{:>14.7e} {:>8}", e.view.freqs.inv_freq[i],
                      e.view.engine == Engine::kPrecise ? std::string() : fmt::format("{:.1e}{}", d, beyond ? "*" : " "));
 }

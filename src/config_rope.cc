@@ -84,12 +84,31 @@ class RopeReader {
                 " (\"" + *type + "\") disagree");
     }
     if (!rope_type && !type) return;
+    const std::string& name = rope_type ? *rope_type : *type;
+    const std::string field = d_->name(rope_type ? "rope_type" : "type");
+    // posenc's "ntk" (static NTK-aware) is a command-line name: transformers has no such
+    // rope_type (ROPE_INIT_FUNCTIONS raises), and vLLM's "ntk" is another formula, so a config
+    // that says "ntk" has no one meaning to compute.
+    if (name == "ntk") {
+      ctx_.fail(field + " (\"ntk\") is not a transformers rope_type, which is one of " + kTransformersTypes +
+                "; posenc's \"ntk\" (static NTK-aware) is a --rope-type / --scaling name, and for dynamic NTK "
+                "a config says \"dynamic\"");
+    }
     try {
-      set_method(s_, rope_type ? *rope_type : *type, d_->name(rope_type ? "rope_type" : "type"));
+      set_method(s_, name, field);
     } catch (const Error& e) {
       ctx_.fail(e.what());
     }
+    if (name == "yarn-paper" || name == "dynamic-yarn" || name == "dynamic_yarn" || name == "dynamic-yarn-paper" ||
+        name == "none") {
+      ctx_.warn(field + " (\"" + name + "\") is posenc's own name, not a transformers rope_type (" +
+                kTransformersTypes + "): transformers cannot load this config, and posenc computes its " +
+                method_name(s_) + " method");
+    }
   }
+
+  static constexpr const char* kTransformersTypes =
+      "default, linear, dynamic, yarn, longrope, llama3, proportional (legacy: su)";
 
   [[noreturn]] void missing(const std::string& key) const {
     ctx_.fail(d_->name(key) + " is missing; rope_type \"" + method_name(s_) + "\" requires it");

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "kernels/half.h"
+#include "max_nan.h"
 #include "posenc/cos_sin.h"
 #include "posenc/engines.h"
 #include "posenc/frequencies.h"
@@ -56,7 +57,7 @@ double max_angle_difference(const Frequencies& a, const Frequencies& b, std::int
   for (std::size_t i = 0; i < a.inv_freq.size() && i < b.inv_freq.size(); ++i) {
     const double d = std::abs(std::remainder(static_cast<double>(p) * (a.inv_freq[i] - b.inv_freq[i]),
                                              2.0 * std::numbers::pi));
-    worst = std::max(worst, d);
+    worst = detail::max_nan(worst, d);
   }
   return worst;
 }
@@ -192,11 +193,11 @@ void truncate_ignored(const ModelConfig& c, const Comparison& cmp, std::vector<F
   std::int64_t first = -1, last = -1;
   double worst = 0.0;
   for (std::size_t i = 0; i < d.size(); ++i) {
-    if (d[i] > 1e-12) {
+    if (!(d[i] <= 1e-12)) {
       ++pairs;
       if (first < 0) first = static_cast<std::int64_t>(i);
       last = static_cast<std::int64_t>(i);
-      worst = std::max(worst, d[i]);
+      worst = detail::max_nan(worst, d[i]);
     }
   }
   const EngineComparison& llama = cmp.at(Engine::kLlamaCpp);
@@ -327,14 +328,15 @@ void half_precision_table(const ModelConfig& c, std::vector<Finding>& out) {
     for (std::size_t i = 0; i < n; ++i) {
       for (const double v : {co[i], si[i]}) {
         const float x = static_cast<float>(v);
-        err16 = std::max(err16, std::abs(static_cast<double>(detail::f32_from_f16(detail::f16_from_f32(x))) - v));
-        errbf = std::max(errbf, std::abs(static_cast<double>(detail::f32_from_bf16(detail::bf16_from_f32(x))) - v));
+        err16 = detail::max_nan(err16, std::abs(static_cast<double>(detail::f32_from_f16(detail::f16_from_f32(x))) - v));
+        errbf = detail::max_nan(errbf, std::abs(static_cast<double>(detail::f32_from_bf16(detail::bf16_from_f32(x))) - v));
       }
       if (f.inv_freq[i] > 0) {
         const auto bf = [](double v) { return static_cast<double>(detail::f32_from_bf16(detail::bf16_from_f32(static_cast<float>(v)))); };
         const double angle = bf(bf(static_cast<double>(p)) * bf(f.inv_freq[i]));
         const double a = f.attention_factor;
-        errangle = std::max({errangle, std::abs(a * std::cos(angle) - co[i]), std::abs(a * std::sin(angle) - si[i])});
+        errangle = detail::max_nan(errangle, detail::max_nan(std::abs(a * std::cos(angle) - co[i]),
+                                                             std::abs(a * std::sin(angle) - si[i])));
       }
     }
   }

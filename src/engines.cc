@@ -10,6 +10,7 @@
 #include <string>
 #include <utility>
 
+#include "max_nan.h"
 #include "methods.h"
 #include "posenc/cos_sin.h"
 #include "posenc/error.h"
@@ -428,8 +429,9 @@ std::string short_num(double v) {
   return buf;
 }
 
+// NaN on either side is a difference, never agreement.
 bool scalar_differs(double a, double b) {
-  return std::abs(a - b) > kScalarTolerance * std::max(std::abs(a), std::abs(b));
+  return !(std::abs(a - b) <= kScalarTolerance * std::max(std::abs(a), std::abs(b)));
 }
 
 void judge(EngineComparison& c, const EngineComparison& reference) {
@@ -560,7 +562,7 @@ double max_cos_sin_difference(const Frequencies& freqs, const Frequencies& refer
   cos_sin_at(reference, position, cr, sr);
   double worst = 0.0;
   for (std::size_t i = 0; i < n; ++i) {
-    worst = std::max({worst, std::abs(c[i] - cr[i]), std::abs(s[i] - sr[i])});
+    worst = detail::max_nan(worst, detail::max_nan(std::abs(c[i] - cr[i]), std::abs(s[i] - sr[i])));
   }
   return worst;
 }
@@ -600,10 +602,10 @@ Comparison compare_engines(const RopeSpec& spec, std::int64_t seq_len,
       for (std::size_t i = 0; i < c.budget.size(); ++i) {
         c.budget[i] = rounding_budget(c.view, spec, static_cast<std::int64_t>(i));
         const double d = c.relative_difference[i];
-        c.max_relative_difference = std::max(c.max_relative_difference, d);
-        if (d > c.budget[i]) {
+        c.max_relative_difference = detail::max_nan(c.max_relative_difference, d);
+        if (!(d <= c.budget[i])) {  // NaN counts as beyond
           ++c.pairs_differing;
-          c.max_relative_difference_beyond = std::max(c.max_relative_difference_beyond, d);
+          c.max_relative_difference_beyond = detail::max_nan(c.max_relative_difference_beyond, d);
         }
       }
       for (const std::int64_t p : out.positions) {

@@ -3,8 +3,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
 #include <utility>
 
+#include "format.h"
 #include "methods.h"
 #include "posenc/error.h"
 
@@ -46,6 +48,46 @@ void divide_by_freq_factors(const RopeSpec& spec, bool float32, detail::MethodRe
   }
 }
 
+std::string fields_of(const RopeSpec& spec) {
+  std::string out = "rope_theta " + detail::num(spec.rope_theta) + ", factor " + detail::num(spec.factor);
+  if (spec.method == Method::kDynamic) {
+    out += ", max_position_embeddings " + std::to_string(spec.max_position_embeddings);
+  }
+  if (spec.method == Method::kYarn || spec.method == Method::kDynamicYarn) {
+    if (spec.yarn.mscale) out += ", mscale " + detail::num(*spec.yarn.mscale);
+    if (spec.yarn.mscale_all_dim) out += ", mscale_all_dim " + detail::num(*spec.yarn.mscale_all_dim);
+    out += ", original_max_position_embeddings " + std::to_string(spec.original_max_position_embeddings);
+  }
+  return out;
+}
+
+// validate() checks what it can without a sequence length; dynamic methods move the base and the
+// attention factor with it, so the values at this length are checked here, in float32's range
+// as validate() does, before any numerics turns one into inf or NaN.
+void check_result(const RopeSpec& spec, std::int64_t seq_len, const detail::MethodResult& r) {
+  constexpr double kFloat32Overflow = 0x1p128 - 0x1p103;
+  auto fail = [&](const std::string& what, double v) {
+    throw Error(method_name(spec) + ": at seq_len " + std::to_string(seq_len) + " " + what + " is " +
+                detail::num(v) + " (" + fields_of(spec) +
+                "); it must be a finite number greater than 0, within float32's range (1.2e-38 .. 3.4e38)");
+  };
+  if (r.base != 0.0 && !(r.base > 0 && r.base < kFloat32Overflow)) fail("the base", r.base);
+  if (!(r.attention_factor >= 0x1p-126 && r.attention_factor < kFloat32Overflow)) {
+    fail("the attention factor", r.attention_factor);
+  }
+  if (!(r.softmax_scale_multiplier >= 0x1p-126 && r.softmax_scale_multiplier < kFloat32Overflow)) {
+    fail("the softmax-scale multiplier", r.softmax_scale_multiplier);
+  }
+  for (std::size_t i = 0; i < r.inv_freq.size(); ++i) {
+    if (!(r.inv_freq[i] >= 0 && r.inv_freq[i] < kFloat32Overflow)) fail("inv_freq[" + std::to_string(i) + "]", r.inv_freq[i]);
+  }
+}
+
+detail::MethodResult checked(const RopeSpec& spec, std::int64_t seq_len, detail::MethodResult r) {
+  check_result(spec, seq_len, r);
+  return r;
+}
+
 }  // namespace
 
 Frequencies compute_frequencies(const RopeSpec& spec, Numerics numerics, std::int64_t seq_len) {
@@ -58,12 +100,12 @@ Frequencies compute_frequencies(const RopeSpec& spec, Numerics numerics, std::in
     case Numerics::kPrecise: {
       detail::MethodResult r = method(spec, seq_len, false);
       divide_by_freq_factors(spec, false, r);
-      return from_result(spec, numerics, seq_len, std::move(r));
+      return from_result(spec, numerics, seq_len, checked(spec, seq_len, std::move(r)));
     }
     case Numerics::kHf: {
       detail::MethodResult r = method(spec, seq_len, true);
       divide_by_freq_factors(spec, true, r);
-      Frequencies f = from_result(spec, numerics, seq_len, std::move(r));
+      Frequencies f = from_result(spec, numerics, seq_len, checked(spec, seq_len, std::move(r)));
       // transformers keeps attention_scaling as a Python float and multiplies the float32 cos/sin
       // by it, which rounds it to float32 first.
       f.attention_factor = static_cast<float>(f.attention_factor);
@@ -74,7 +116,7 @@ Frequencies compute_frequencies(const RopeSpec& spec, Numerics numerics, std::in
       // properties of the method, not of ggml's arithmetic, so they come from the precise path.
       detail::MethodResult r = method(spec, seq_len, false);
       divide_by_freq_factors(spec, false, r);
-      Frequencies precise = from_result(spec, numerics, seq_len, std::move(r));
+      Frequencies precise = from_result(spec, numerics, seq_len, checked(spec, seq_len, std::move(r)));
       Frequencies f = frequencies_from_ggml(ggml_params_from_spec(spec, seq_len));
       f.spec = spec;
       f.seq_len = seq_len;

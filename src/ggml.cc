@@ -114,19 +114,41 @@ int to_int(std::int64_t v, const char* field) {
 
 }  // namespace
 
-void validate(const GgmlRopeParams& p) {
+// The same classes of input that validate(const RopeSpec&) refuses, in ggml's terms. ggml itself
+// checks none of this: freq_base <= 1 makes theta_scale >= 1 (the angles of high pairs grow, or with
+// ext_factor the ramp divides by ln 1 = 0), attn_factor <= 0 zeroes or flips every cos and sin, a
+// negative n_ctx_orig makes the log of the correction dims NaN, and beta_fast <= beta_slow inverts
+// the ramp. Legal but odd values (freq_scale above 1, ext_factor outside [0, 1], a correction range
+// that clamping inverts) are warnings, as in spec mode.
+std::vector<std::string> validate(const GgmlRopeParams& p) {
   auto fail = [](const std::string& what) { throw Error("ggml_rope_ext: " + what); };
+  std::vector<std::string> warnings;
+  auto warn = [&](const std::string& what) { warnings.push_back("ggml_rope_ext: " + what); };
   if (p.n_dims <= 0 || p.n_dims % 2 != 0) {
     fail("n_dims (" + std::to_string(p.n_dims) + ") must be a positive even number");
   }
-  if (!(std::isfinite(p.freq_base) && p.freq_base > 0.0f)) {
-    fail("freq_base (" + num(p.freq_base) + ") must be a finite number greater than 0");
+  if (!(std::isfinite(p.freq_base) && p.freq_base > 1.0f)) {
+    fail("freq_base (" + num(p.freq_base) + ") must be a finite number greater than 1, as rope_theta must: "
+         "theta_scale = freq_base^(-2 / n_dims) has to be below 1");
   }
-  if (!(std::isfinite(p.freq_scale) && p.freq_scale > 0.0f)) {
-    fail("freq_scale (" + num(p.freq_scale) + ") must be a finite number greater than 0");
+  if (!(std::isfinite(p.freq_scale) && p.freq_scale >= std::numeric_limits<float>::min())) {
+    fail("freq_scale (" + num(p.freq_scale) + ") must be a finite number greater than 0 (a normal float32, "
+         "at least 1.2e-38: ggml takes ln(1 / freq_scale))");
   }
-  if (!std::isfinite(p.attn_factor)) fail("attn_factor (" + num(p.attn_factor) + ") must be finite");
+  if (p.freq_scale > 1.0f) {
+    warn("freq_scale (" + num(p.freq_scale) + ") is above 1: positions are stretched (a factor of " +
+         num(1.0 / static_cast<double>(p.freq_scale)) + ", below 1) rather than the context extended");
+  }
+  if (!(std::isfinite(p.attn_factor) && p.attn_factor > 0.0f)) {
+    fail("attn_factor (" + num(p.attn_factor) + ") must be a finite number greater than 0: it multiplies cos and sin");
+  }
   if (!std::isfinite(p.ext_factor)) fail("ext_factor (" + num(p.ext_factor) + ") must be finite");
+  if (p.ext_factor < 0.0f || p.ext_factor > 1.0f) {
+    warn("ext_factor (" + num(p.ext_factor) + ") is outside [0, 1]: the ramp then overshoots the unscaled frequencies");
+  }
+  if (p.n_ctx_orig < 0) {
+    fail("n_ctx_orig (" + std::to_string(p.n_ctx_orig) + ") must not be negative (0: ggml_rope()'s default)");
+  }
   if (!p.freq_factors.empty()) {
     if (p.freq_factors.size() != static_cast<std::size_t>(p.n_dims / 2)) {
       fail("freq_factors has " + std::to_string(p.freq_factors.size()) +
@@ -147,8 +169,19 @@ void validate(const GgmlRopeParams& p) {
       fail("beta_fast (" + num(p.beta_fast) + ") and beta_slow (" + num(p.beta_slow) +
            ") must be finite and greater than 0 when ext_factor is not 0");
     }
-    if (p.freq_base == 1.0f) fail("freq_base (1) must not be 1 when ext_factor is not 0");
+    if (!(p.beta_fast > p.beta_slow)) {
+      fail("beta_fast (" + num(p.beta_fast) + ") must be greater than beta_slow (" + num(p.beta_slow) +
+           ") when ext_factor is not 0");
+    }
+    const float lo = std::floor(corr_dim(p.n_dims, p.n_ctx_orig, p.beta_fast, p.freq_base));
+    const float hi = std::ceil(corr_dim(p.n_dims, p.n_ctx_orig, p.beta_slow, p.freq_base));
+    if (std::max(0.0f, lo) > std::min(static_cast<float>(p.n_dims - 1), hi)) {
+      warn("beta_fast (" + num(p.beta_fast) + ") and beta_slow (" + num(p.beta_slow) + ") give the correction range " +
+           num(lo) + " .. " + num(hi) + ", inverted once clamped to 0 .. " + std::to_string(p.n_dims - 1) +
+           " (n_ctx_orig " + std::to_string(p.n_ctx_orig) + ", freq_base " + num(p.freq_base) + "): there is no ramp");
+    }
   }
+  return warnings;
 }
 
 GgmlRopeParams ggml_params_from_spec(const RopeSpec& spec, std::int64_t seq_len) {

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "format.h"
+#include "max_nan.h"
 #include "posenc/engines.h"
 #include "posenc/error.h"
 #include "posenc/figures.h"
@@ -186,7 +187,7 @@ std::string compare_section(const ReportOptions& o) {
       "</tr></thead>\n<tbody>\n";
   for (const EngineComparison& e : c.engines) {
     double cos_sin = 0;
-    for (double d : e.cos_sin_difference) cos_sin = std::max(cos_sin, d);
+    for (double d : e.cos_sin_difference) cos_sin = detail::max_nan(cos_sin, d);
     std::string details = e.verdict_text;
     for (const std::string& note : e.view.notes) details += "; " + note;
     const std::string verdict(verdict_name(e.verdict));

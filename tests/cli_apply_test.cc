@@ -414,6 +414,37 @@ TEST(CliApply, ErrorsNameTheFlagAndValue) {
   }
 }
 
+TEST(CliApply, GgmlParametersRefuseWhatSpecModeRefuses) {
+  save("q.npy", random_tensor("f32", {4, 2, 64}, 12));
+  std::filesystem::remove(path("o.npy"));
+  const std::string q = "apply --q " + path("q.npy") + " -o " + path("o.npy") + " --positions-range 0";
+  const std::string yarn = " --ext-factor 1 --n-ctx-orig 4096 --freq-scale 0.25";
+  const std::vector<ErrorCase> cases = {
+      {q + " --n-ctx-orig -5", {"n_ctx_orig (-5)", "must not be negative"}},
+      {q + " --attn-factor 0", {"attn_factor (0)", "greater than 0"}},
+      {q + " --attn-factor -1", {"attn_factor (-1)", "greater than 0"}},
+      {q + " --freq-base 0.5", {"freq_base (0.5)", "greater than 1"}},
+      {q + " --freq-base 1", {"freq_base (1)", "greater than 1"}},
+      {q + yarn + " --beta-fast 1 --beta-slow 32", {"beta_fast (1)", "beta_slow (32)", "greater than"}},
+      {q + " --freq-scale 1e-40", {"freq_scale (", "1.2e-38"}},
+  };
+  for (const ErrorCase& c : cases) {
+    const CliRun r = posenc(c.args);
+    EXPECT_EQ(r.status, 1) << c.args << "\n" << r.err;
+    EXPECT_FALSE(std::filesystem::exists(path("o.npy"))) << c.args;
+    for (const std::string& part : c.expected) EXPECT_THAT(r.err, HasSubstr(part)) << c.args;
+  }
+  // Legal but odd: warned about, as spec mode warns about factor < 1 and extrapolation_factor > 1.
+  const CliRun odd = posenc(q + " --freq-scale 2 --ext-factor 1.5 --n-ctx-orig 4096");
+  EXPECT_EQ(odd.status, 0) << odd.err;
+  EXPECT_THAT(odd.err, HasSubstr("warning: ggml_rope_ext: freq_scale (2) is above 1"));
+  EXPECT_THAT(odd.err, HasSubstr("warning: ggml_rope_ext: ext_factor (1.5) is outside [0, 1]"));
+  const CliRun inverted = posenc(q + yarn + " --beta-fast 1e30 --beta-slow 1e29");
+  EXPECT_EQ(inverted.status, 0) << inverted.err;
+  EXPECT_THAT(inverted.err, HasSubstr("inverted"));
+  std::filesystem::remove(path("o.npy"));
+}
+
 TEST(CliTargets, ListsTargetsAndHonoursTheEnvironment) {
   const CliRun help = posenc("targets --help");
   EXPECT_EQ(help.status, 0);

@@ -295,6 +295,32 @@ TEST(ConfigRopeScaling, SuIsLongrope) {
   EXPECT_THAT(c.spec.longrope.long_factor, ElementsAre(1.0, 2.0, 3.0, 4.0));
 }
 
+TEST(ConfigRopeScaling, NtkIsNotATransformersType) {
+  // transformers has no "ntk" (ROPE_INIT_FUNCTIONS raises); vLLM's "ntk" is another formula.
+  const std::string e = error_of(R"({"head_dim": 64, "rope_scaling": {"type": "ntk", "factor": 2.0}})");
+  EXPECT_THAT(e, AllOf(HasSubstr("rope_scaling.type (\"ntk\")"), HasSubstr("default, linear, dynamic, yarn"),
+                       HasSubstr("--rope-type"), HasSubstr("\"dynamic\"")));
+}
+
+TEST(ConfigRopeScaling, PosencOnlyNamesWarn) {
+  for (const char* name : {"yarn-paper", "dynamic_yarn"}) {
+    const ModelConfig c = parse_hf_config(std::string(R"({"head_dim": 64, "max_position_embeddings": 16384,
+        "rope_scaling": {"rope_type": ")") + name + R"(", "factor": 4.0, "original_max_position_embeddings": 4096}})");
+    EXPECT_THAT(c.warnings, HasWarning(std::string("(\"") + name + "\")", "not a transformers rope_type")) << name;
+  }
+}
+
+TEST(ConfigRopeScaling, LongropeOriginalContextAboveMaxWarns) {
+  // Phi-3 style: transformers takes factor = 4096 / 8192 = 0.5 and says nothing.
+  const ModelConfig c = parse_hf_config(R"({"model_type": "phi3", "head_dim": 8,
+      "max_position_embeddings": 4096, "original_max_position_embeddings": 8192,
+      "rope_scaling": {"type": "longrope", "short_factor": [1, 1, 1, 1],
+                       "long_factor": [1.0, 2.0, 3.0, 4.0]}})");
+  EXPECT_EQ(c.spec.factor, 0.5);
+  EXPECT_THAT(c.warnings, HasWarning("original_max_position_embeddings (8192) is above max_position_embeddings (4096)",
+                                     "factor (0.5)"));
+}
+
 TEST(ConfigRopeScaling, DefaultRopeType) {
   const ModelConfig c =
       parse_hf_config(R"({"head_dim": 64, "rope_scaling": {"rope_type": "default"}})");

@@ -13,10 +13,12 @@
 #include <vector>
 
 #include "posenc/config.h"
+#include "posenc/error.h"
 
 namespace posenc {
 namespace {
 
+using ::testing::AllOf;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using ::testing::UnorderedElementsAreArray;
@@ -189,6 +191,17 @@ TEST(Doctor, EngineUnsupported) {
   EXPECT_THAT(titles, ::testing::Contains(HasSubstr("vllm cannot run")));
   EXPECT_THAT(titles, ::testing::Contains(HasSubstr("llama.cpp cannot run")));
   EXPECT_THAT(ids(f), ::testing::Contains("dynamic-kv-cache"));
+}
+
+TEST(Doctor, RefusesAnAttentionFactorThatIsNotPositive) {
+  // mscale -20 at factor 4: g = -1.77, so cos and sin would be multiplied by a negative number.
+  try {
+    diagnose(llama_with(R"("rope_scaling": {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 1024,
+                             "mscale": -20.0, "mscale_all_dim": 1.0},)"));
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), AllOf(HasSubstr("mscale (-20)"), HasSubstr("greater than 0")));
+  }
 }
 
 TEST(Doctor, EveryRealConfigIsWellFormed) {

@@ -287,6 +287,36 @@ TEST(EnginesRules, LongropeAttentionFactorDropped) {
 // ---------------------------------------------------------------------------------------------
 // Properties
 
+TEST(EnginesRules, NanDifferenceIsNaNNotZero) {
+  const RopeSpec s = yarn_spec(4, 4096);
+  const Frequencies good = compute_frequencies(s, Numerics::kPrecise);
+  Frequencies bad = good;
+  bad.attention_factor = std::nan("");
+  EXPECT_TRUE(std::isnan(max_cos_sin_difference(bad, good, 100)));
+  EXPECT_TRUE(std::isnan(max_cos_sin_difference(good, bad, 100)));
+  bad = good;
+  bad.inv_freq[5] = std::nan("");
+  EXPECT_TRUE(std::isnan(relative_differences(bad, good)[5]));
+}
+
+TEST(EnginesRules, CompareRefusesWhatNoEngineCanCompute) {
+  // Before validation caught them, these reached ggml as "freq_base (inf)" or gave NaN with exit 0.
+  RopeSpec theta = yarn_spec(4, 4096);
+  theta.rope_theta = 1e39;
+  RopeSpec mscale = yarn_spec(4, 4096);
+  mscale.yarn.mscale = -20;
+  mscale.yarn.mscale_all_dim = 1;
+  for (auto [spec, field] : {std::pair{theta, "rope_theta (1e+39)"}, std::pair{mscale, "mscale (-20)"}}) {
+    try {
+      compare_engines(spec);
+      ADD_FAILURE() << field << ": no error";
+    } catch (const Error& e) {
+      EXPECT_THAT(e.what(), HasSubstr(field));
+      EXPECT_THAT(e.what(), ::testing::Not(HasSubstr("ggml_rope_ext")));
+    }
+  }
+}
+
 TEST(EnginesProperties, PreciseAndTransformersAreTheLibrarysNumerics) {
   const ModelConfig c = shared("qwen2.5-7b-instruct-yarn.json");
   EXPECT_EQ(engine_view(c.spec, Engine::kPrecise).freqs.inv_freq,

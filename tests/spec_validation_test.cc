@@ -10,9 +10,11 @@
 #include <limits>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "posenc/config.h"
 #include "posenc/error.h"
+#include "posenc/frequencies.h"
 #include "posenc/spec.h"
 
 namespace posenc {
@@ -324,6 +326,147 @@ TEST(SpecValidation, ProportionalRotatesNoPair) {
   EXPECT_THAT(validate_error(s), AllOf(Names("partial_rotary_factor", "(0.01)"), HasSubstr("128")));
 }
 
+// --- Derived scalars: finite and positive, named by the fields that produced them
+
+TEST(SpecValidation, YarnMscaleMakesAttentionFactorNegative) {
+  RopeSpec s = with_method(Method::kYarn);
+  s.yarn.mscale = -20;  // g(4, -20) = 0.1 * -20 * ln 4 + 1 = -1.77
+  s.yarn.mscale_all_dim = 1;
+  EXPECT_THAT(validate_error(s), AllOf(Names("mscale", "(-20)"), HasSubstr("greater than 0")));
+}
+
+TEST(SpecValidation, YarnMscaleAllDimMakesDenominatorNegative) {
+  RopeSpec s = with_method(Method::kYarn);
+  s.yarn.mscale = 1;
+  s.yarn.mscale_all_dim = -10;  // g(4, -10) = -0.386: attention factor and softmax multiplier
+  EXPECT_THAT(validate_error(s), Names("mscale_all_dim", "(-10)"));
+}
+
+TEST(SpecValidation, YarnMscaleAllDimAloneStillNeedsPositiveMultiplier) {
+  RopeSpec s = with_method(Method::kYarn);
+  s.yarn.mscale_all_dim = -10;  // no mscale: attention factor g(s, 1), softmax multiplier g(s, -10)^2
+  EXPECT_THAT(validate_error(s), Names("mscale_all_dim", "(-10)"));
+}
+
+TEST(SpecValidation, YarnMscaleOverflowsAttentionFactor) {
+  RopeSpec s = with_method(Method::kYarn);
+  s.yarn.mscale = 1e300;  // finite, but g is 1.4e299: no float32 holds it
+  s.yarn.mscale_all_dim = 1;
+  EXPECT_THAT(validate_error(s), AllOf(Names("mscale", "(1e+300)"), HasSubstr("1.2e-38 .. 3.4e38")));
+}
+
+TEST(SpecValidation, DynamicYarnAttentionFactorCheckedAtEachLength) {
+  RopeSpec s = with_method(Method::kDynamicYarn);
+  s.yarn.mscale = -3;  // g(s, -3) = 1 - 0.3 ln s: positive at s = 4, negative from s = 28
+  s.yarn.mscale_all_dim = 1;
+  EXPECT_NO_THROW(validate(s));
+  EXPECT_NO_THROW(compute_frequencies(s, Numerics::kPrecise, 16384));
+  const std::string e = error_of([&] { compute_frequencies(s, Numerics::kHf, 40 * 4096); });
+  EXPECT_THAT(e, AllOf(HasSubstr("seq_len 163840"), HasSubstr("attention factor"), Names("mscale", "-3")));
+}
+
+TEST(SpecValidation, LongropeAttentionFactorDividesByLnOne) {
+  RopeSpec s = longrope();
+  s.original_max_position_embeddings = 1;  // sqrt(1 + ln s / ln 1)
+  s.max_position_embeddings = 4;
+  EXPECT_THAT(validate_error(s), AllOf(Names("original_max_position_embeddings", "(1)"), HasSubstr("ln(1) = 0")));
+  s.longrope.attention_factor = 1.5;
+  EXPECT_NO_THROW(validate(s));
+}
+
+// --- Values that the hf and ggml numerics round to float32
+
+TEST(SpecValidation, RopeThetaOutsideFloat32) {
+  RopeSpec s = plain();
+  s.rope_theta = 1e39;
+  EXPECT_THAT(validate_error(s), AllOf(Names("rope_theta", "(1e+39)"), HasSubstr("float32's range, 1.2e-38 .. 3.4e38")));
+  s.rope_theta = 1.00000001;  // > 1, but float32 1: ln(freq_base) = 0
+  EXPECT_THAT(validate_error(s), AllOf(Names("rope_theta", "(1.00000001)"), HasSubstr("rounds to 1")));
+}
+
+TEST(SpecValidation, FactorOutsideFloat32) {
+  for (double factor : {1e300, 1e-300, 1e39, 1e-39}) {
+    RopeSpec s = with_method(Method::kLinear);
+    s.original_max_position_embeddings = 0;  // keeps factor * L below 2^53
+    s.factor = factor;
+    EXPECT_THAT(validate_error(s), AllOf(HasSubstr("factor (" + std::string(factor > 1 ? "1e+" : "1e-")),
+                                         HasSubstr("float32's range")))
+        << factor;
+  }
+}
+
+TEST(SpecValidation, EveryFloat32FieldIsRangeChecked) {
+  struct Case {
+    const char* field;
+    std::function<void(RopeSpec&)> set;
+    RopeSpec base;
+  };
+  const std::vector<Case> cases = {
+      {"beta_fast (1e+39)", [](RopeSpec& s) { s.yarn.beta_fast = 1e39; }, with_method(Method::kYarn)},
+      {"beta_slow (1e-40)", [](RopeSpec& s) { s.yarn.beta_slow = 1e-40; }, with_method(Method::kYarn)},
+      {"attention_factor (1e+39)", [](RopeSpec& s) { s.yarn.attention_factor = 1e39; }, with_method(Method::kYarn)},
+      {"attention_factor (1e-300)", [](RopeSpec& s) { s.yarn.attention_factor = 1e-300; }, with_method(Method::kYarn)},
+      {"mscale (-1e+39)", [](RopeSpec& s) { s.yarn.mscale = -1e39; }, with_method(Method::kYarn)},
+      {"mscale_all_dim (1e+39)", [](RopeSpec& s) { s.yarn.mscale_all_dim = 1e39; }, with_method(Method::kYarn)},
+      {"extrapolation_factor (1e+39)", [](RopeSpec& s) { s.yarn.extrapolation_factor = 1e39; }, with_method(Method::kYarn)},
+      {"low_freq_factor (1e-39)", [](RopeSpec& s) { s.llama3.low_freq_factor = 1e-39; }, with_method(Method::kLlama3)},
+      {"high_freq_factor (1e+39)", [](RopeSpec& s) { s.llama3.high_freq_factor = 1e39; }, with_method(Method::kLlama3)},
+      {"short_factor[3] (1e-39)", [](RopeSpec& s) { s.longrope.short_factor[3] = 1e-39; }, longrope()},
+      {"long_factor[0] (1e+39)", [](RopeSpec& s) { s.longrope.long_factor[0] = 1e39; }, longrope()},
+      {"attention_factor (1e+39)", [](RopeSpec& s) { s.longrope.attention_factor = 1e39; }, longrope()},
+      {"freq_factors[2] (1e-39)",
+       [](RopeSpec& s) {
+         s.freq_factors.assign(static_cast<std::size_t>(s.rotary_dim / 2), 1.0);
+         s.freq_factors[2] = 1e-39;
+       },
+       with_method(Method::kNone)},
+  };
+  for (const Case& c : cases) {
+    RopeSpec s = c.base;
+    c.set(s);
+    EXPECT_THAT(validate_error(s), AllOf(HasSubstr(c.field), HasSubstr("float32"))) << c.field;
+  }
+}
+
+TEST(SpecValidation, NtkBaseOutsideFloat32) {
+  RopeSpec s = with_method(Method::kNtk);
+  s.rope_theta = 1e38;  // 1e38 * 4^(128/126) = 4.1e38
+  EXPECT_THAT(validate_error(s), AllOf(Names("rope_theta", "(1e+38)"), Names("factor", "(4)"), HasSubstr("NTK base")));
+}
+
+TEST(SpecValidation, DynamicBaseCheckedAtEachLength) {
+  RopeSpec s = with_method(Method::kDynamic);
+  s.rope_theta = 1e36;
+  EXPECT_NO_THROW(compute_frequencies(s, Numerics::kPrecise, 16384));
+  // base 1e36 * (4 * 2^30 / 16384 - 3)^(128/126): far past float32
+  const std::string e = error_of([&] { compute_frequencies(s, Numerics::kGgml, std::int64_t{1} << 30); });
+  EXPECT_THAT(e, AllOf(HasSubstr("seq_len 1073741824"), HasSubstr("the base"), Names("rope_theta", "1e+36"),
+                       HasSubstr("float32's range")));
+}
+
+// --- Legal but suspicious: warnings
+
+TEST(SpecValidation, YarnInvertedCorrectionRangeWarns) {
+  RopeSpec s = with_method(Method::kYarn);
+  s.yarn.beta_fast = 1e30;
+  s.yarn.beta_slow = 1e29;
+  const std::vector<std::string> w = validate(s);
+  EXPECT_THAT(w, ::testing::Contains(AllOf(Names("beta_fast", "(1e+30)"), Names("beta_slow", "(1e+29)"),
+                                           HasSubstr("inverted"))));
+  EXPECT_THAT(validate(with_method(Method::kYarn)), ::testing::IsEmpty());
+}
+
+TEST(SpecValidation, LongropeOriginalContextAboveMaxWarns) {
+  RopeSpec s = longrope();
+  s.original_max_position_embeddings = 8192;
+  s.max_position_embeddings = 4096;
+  s.factor = 0.5;
+  EXPECT_THAT(validate(s), ::testing::Contains(AllOf(Names("original_max_position_embeddings", "(8192)"),
+                                                     Names("max_position_embeddings", "(4096)"),
+                                                     Names("factor", "(0.5)"))));
+  EXPECT_THAT(validate(longrope()), ::testing::IsEmpty());
+}
+
 // --- The parser (config.cc, config_rope.cc): errors other than type errors
 
 TEST(ConfigValidation, ValidateErrorsNameTheSource) {
@@ -471,4 +614,28 @@ TEST(ConfigValidation, UnreadableFile) {
 }
 
 }  // namespace
+
+// llama.cpp's rope_freqs as RopeSpec::freq_factors: n divisors > 0, not beside a method that has
+// divisors of its own.
+TEST(SpecValidation, FreqFactors) {
+  RopeSpec s = plain();
+  const auto n = static_cast<std::size_t>(s.rotary_dim / 2);
+  s.freq_factors.assign(n - 1, 1.0);
+  EXPECT_THAT(validate_error(s), HasSubstr("freq_factors has " + std::to_string(n - 1) + " entries; expected rotary_dim / 2 = " +
+                                           std::to_string(n)));
+  s.freq_factors.assign(n, 1.0);
+  EXPECT_NO_THROW(validate(s));
+  s.freq_factors[1] = 0.0;
+  EXPECT_THAT(validate_error(s), HasSubstr("freq_factors[1] (0) must be a finite number greater than 0"));
+  s.freq_factors[1] = 2.0;
+  for (Method m : {Method::kLlama3, Method::kLongrope, Method::kProportional}) {
+    RopeSpec t = m == Method::kLongrope ? longrope() : with_method(m);
+    t.freq_factors.assign(static_cast<std::size_t>(t.rotary_dim / 2), 2.0);
+    EXPECT_THAT(validate_error(t), HasSubstr("cannot be combined with this method")) << method_name(t);
+  }
+  RopeSpec y = with_method(Method::kYarn);  // llama.cpp divides inside rope_yarn too
+  y.freq_factors.assign(static_cast<std::size_t>(y.rotary_dim / 2), 2.0);
+  EXPECT_NO_THROW(validate(y));
+}
+
 }  // namespace posenc

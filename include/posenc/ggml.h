@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "posenc/spec.h"
@@ -40,10 +41,12 @@ struct GgmlRopeParams {
 };
 
 // Throws Error naming the parameter when n_dims is not positive and even, freq_base is not a
-// finite number above 0, freq_scale is not finite and positive, freq_factors has the wrong
-// length or a value that is not positive, or ext_factor != 0 without a usable n_ctx_orig and
-// betas (what ggml would turn into NaN angles).
-void validate(const GgmlRopeParams& params);
+// finite number above 1, freq_scale is not a finite normal float above 0, attn_factor is not
+// above 0, n_ctx_orig is negative, freq_factors has the wrong length or a value that is not
+// positive, or ext_factor != 0 without a usable n_ctx_orig and beta_fast > beta_slow > 0 (the
+// classes validate(const RopeSpec&) refuses). Returns warnings for legal but odd values
+// (freq_scale above 1, ext_factor outside [0, 1], an inverted correction range).
+std::vector<std::string> validate(const GgmlRopeParams& params);
 
 // The ggml_rope_ext parameters that compute `spec` at sequence length `seq_len` (0: none) with
 // llama.cpp's arithmetic: freq_scale = 1/s for linear and yarn; freq_base = the NTK base for ntk
