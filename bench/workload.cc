@@ -158,13 +158,13 @@ Workload::Workload(const Shape& shape, DType dtype)
   std::memcpy(copy_.get(), data_.get(), bytes_);
 }
 
-void Workload::rotate(bool use_table, int threads) {
+int Workload::rotate(bool use_table, int threads) {
   RopeArgs args;
   args.q = TensorView::contiguous(data_.get(), dtype_, shape_.tokens, shape_.heads, shape_.head_dim);
   args.positions = std::span<const std::int64_t>(positions_);
   args.table = use_table ? table_.get() : nullptr;
   args.threads = threads;
-  apply_rope(freqs_, args);
+  return apply_rope(freqs_, args);
 }
 
 void Workload::copy() { std::memcpy(copy_.get(), data_.get(), bytes_); }

@@ -36,7 +36,7 @@ class Workload {
   std::size_t tensor_bytes() const { return bytes_; }
 
   // The kernel under test: apply_rope forward, in place, with or without the table.
-  void rotate(bool use_table, int threads);
+  int rotate(bool use_table, int threads);  // returns the threads that ran (apply_rope)
   // memcpy baseline: the tensor copied once into the second buffer.
   void copy();
   // Scalar baseline: the same rotation, in place, one pair at a time.

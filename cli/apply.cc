@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <fmt/format.h>
@@ -17,12 +18,15 @@
 #include "commands.h"
 #include "encoding_flags.h"
 #include "encoding_json.h"
+#include "options.h"
+#include "output_file.h"
 #include "posenc/apply.h"
 #include "posenc/error.h"
 #include "posenc/frequencies.h"
 #include "posenc/npy.h"
 #include "posenc/table.h"
 #include "posenc/targets.h"
+#include "posenc/threads.h"
 
 namespace posenc::cli {
 namespace {
@@ -184,7 +188,10 @@ Frequencies resolve(const ApplyOptions& o, std::int64_t head_dim, const Position
   // transformers' forward pass derives the length from position_ids: max(position) + 1.
   std::int64_t natural = 0;
   if (pos.max >= 0) natural = pos.max == std::numeric_limits<std::int64_t>::max() ? pos.max : pos.max + 1;
-  if (o.seq_len && *o.seq_len < 0) throw Error("--seq-len (" + std::to_string(*o.seq_len) + ") must not be negative");
+  if (o.seq_len && !depends_on_seq_len(spec.method)) {
+    throw Error(fmt::format("--seq-len ({}) has no effect: rope_type {} (from {}) does not depend on the sequence "
+                            "length (only dynamic, dynamic-yarn and longrope do)", *o.seq_len, method_name(spec), source));
+  }
   const std::int64_t seq_len = o.seq_len.value_or(natural);
   for (const std::string& w : validate(spec)) {
     if (std::find(warnings.begin(), warnings.end(), w) == warnings.end()) warnings.push_back(w);
@@ -218,7 +225,6 @@ void run_apply(const ApplyOptions& o) {
     throw Error(o.k.empty() ? "--k-out (\"" + o.k_out + "\") needs --k, the keys to rotate"
                             : "--k (\"" + o.k + "\") needs --k-out, where to write the rotated keys");
   }
-  if (o.threads < 1) throw Error("--threads (" + std::to_string(o.threads) + ") must be at least 1");
   if (!o.k_out.empty()) {
     std::error_code ec_q, ec_k;
     const auto q_path = std::filesystem::weakly_canonical(o.q_out, ec_q);
@@ -227,6 +233,7 @@ void run_apply(const ApplyOptions& o) {
       throw Error("--k-out (\"" + o.k_out + "\") and -o (\"" + o.q_out + "\") name the same file");
     }
   }
+  warn_oversubscribed("--threads", o.threads);
   std::vector<std::string> warnings;
   Tensor q = load_tensor("--q", o.q, o.bf16, warnings);
   std::optional<Tensor> k;
@@ -251,9 +258,17 @@ void run_apply(const ApplyOptions& o) {
   args.direction = o.inverse ? Direction::kInverse : Direction::kForward;
   args.table = table ? &*table : nullptr;
   args.threads = o.threads;
-  apply_rope(f, args);
-  write_npy(o.q_out, q.array.descr, q.array.shape, q.array.data);
-  if (k) write_npy(o.k_out, k->array.descr, k->array.shape, k->array.data);
+  const int threads_used = apply_rope(f, args);
+  {
+    // Both outputs or neither: a --k-out that cannot be written leaves -o untouched too.
+    StagedOutputs out;
+    for (const auto& [flag, path, t] : {std::tuple{"-o", &o.q_out, &q}, std::tuple{"--k-out", &o.k_out, k ? &*k : nullptr}}) {
+      if (t == nullptr) continue;
+      const std::vector<std::byte> bytes = npy_bytes(t->array.descr, t->array.shape, t->array.data);
+      out.stage_text(flag, *path, std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
+    }
+    out.commit();
+  }
 
   const RopeSpec& s = f.spec;
   const std::string target = active_simd_target();
@@ -267,7 +282,8 @@ void run_apply(const ApplyOptions& o) {
     put_encoding_json(j, f);  // softmax_scale_multiplier is for the caller's attention, not applied here
     j["direction"] = o.inverse ? "inverse" : "forward";
     j["table_rows"] = table ? nlohmann::json(table->positions()) : nlohmann::json(nullptr);
-    j["threads"] = o.threads;
+    j["threads"] = threads_used;
+    j["threads_requested"] = o.threads;
     j["target"] = target;
     j["warnings"] = warnings;
     std::cout << j.dump(2) << "\n";
@@ -280,7 +296,7 @@ void run_apply(const ApplyOptions& o) {
              "{} thread{}{}\n", method_name(s), source, numerics_name(f.numerics),
              f.numerics == Numerics::kGgml && f.ggml ? "" : fmt::format(", seq_len {}", f.seq_len), f.attention_factor,
              layout_name(s.layout), s.rotary_offset, s.rotary_offset + s.rotary_dim - 1, s.head_dim,
-             o.inverse ? "inverse" : "forward", target, o.threads, o.threads == 1 ? "" : "s",
+             o.inverse ? "inverse" : "forward", target, threads_used, threads_used == 1 ? "" : "s",
              table ? fmt::format(", table of {} rows", table->positions()) : "");
   fmt::print(stderr, "posenc: wrote {}{}\n", o.q_out, k ? ", " + o.k_out : "");
 }
@@ -295,20 +311,21 @@ void add_apply(CLI::App& app) {
       "(raw '<u2' with --bf16), and write the results in the same dtype and shape. The encoding comes from a "
       "model (CONFIG, --config or --preset) with flags overriding its values, from the flags alone, or from "
       "ggml_rope_ext's own parameters.");
-  cmd->add_option("--q", o->q, "Queries .npy, [tokens, heads, head_dim]")->required();
-  cmd->add_option("--k", o->k, "Keys .npy, [tokens, heads_k, head_dim] (heads_k may differ: GQA)");
-  cmd->add_option("-o,--output", o->q_out, "Where to write the rotated queries (.npy)")->required();
-  cmd->add_option("--k-out", o->k_out, "Where to write the rotated keys (.npy)");
-  cmd->add_option("--positions", o->positions, "int32 or int64 .npy of shape [tokens]: each token's position");
-  cmd->add_option("--positions-range", o->positions_range, "Positions START, START + 1, ... instead of a file");
+  add_text(cmd, "--q", o->q, "Queries .npy, [tokens, heads, head_dim]", "PATH")->required();
+  add_text(cmd, "--k", o->k, "Keys .npy, [tokens, heads_k, head_dim] (heads_k may differ: GQA)", "PATH");
+  add_text(cmd, "-o,--output", o->q_out, "Where to write the rotated queries (.npy)", "PATH")->required();
+  add_text(cmd, "--k-out", o->k_out, "Where to write the rotated keys (.npy)", "PATH");
+  add_text(cmd, "--positions", o->positions, "int32 or int64 .npy of shape [tokens]: each token's position", "PATH");
+  add_integer(cmd, "--positions-range", o->positions_range, std::numeric_limits<std::int64_t>::min(),
+              std::numeric_limits<std::int64_t>::max(), "Positions START, START + 1, ... instead of a file");
   cmd->add_flag("--bf16", o->bf16, "The '<u2' inputs hold bfloat16 bits (outputs likewise)");
-  cmd->add_option("--numerics", o->numerics,
+  add_text(cmd, "--numerics", o->numerics,
                   "precise (float64, the default), hf (transformers' float32) or ggml (llama.cpp's CPU rope)");
-  cmd->add_option("--seq-len", o->seq_len,
+  add_integer(cmd, "--seq-len", o->seq_len, std::int64_t{0}, std::numeric_limits<std::int64_t>::max(),
                   "Sequence length for dynamic, dynamic-yarn and longrope (default: the largest position + 1, "
                   "the length transformers' forward pass derives from position_ids)");
   cmd->add_flag("--inverse", o->inverse, "Rotate backwards (the transpose: undoes a forward rotation)");
-  cmd->add_option("--threads", o->threads, "Threads to use")->capture_default_str();
+  add_threads(cmd, o->threads, "Threads to use");
   cmd->add_flag("--table", o->table,
                 "Build a cos/sin table for positions [0, max + 1) first instead of computing rows on the fly "
                 "(the results are identical)");

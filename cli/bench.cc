@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <iostream>
+#include <limits>
 #include <memory>
 #include <regex>
 #include <string>
@@ -14,6 +15,7 @@
 
 #include "cases.h"
 #include "commands.h"
+#include "options.h"
 #include "posenc/error.h"
 #include "posenc/targets.h"
 #include "timing.h"
@@ -32,6 +34,7 @@ struct BenchOptions {
 struct Result {
   bench::Case c;
   double seconds = 0;  // the kernel, per call
+  int threads_used = 1;  // what apply_rope ran on: fewer than c.threads when the case is too small to split
   bench::Baselines baselines;
   double max_difference = 0;
 
@@ -47,10 +50,7 @@ std::string format_seconds(double s) {
 }
 
 std::vector<bench::Case> select_cases(const BenchOptions& o) {
-  if (o.repetitions < 1) throw Error(fmt::format("--repetitions ({}) must be at least 1", o.repetitions));
-  for (int t : o.threads) {
-    if (t < 1) throw Error(fmt::format("--threads ({}) must be at least 1", t));
-  }
+  for (int t : o.threads) warn_oversubscribed("--threads", t);
   std::regex filter;
   try {
     filter = std::regex(o.filter);
@@ -73,6 +73,7 @@ nlohmann::json to_json(const Result& r, const std::string& target, int repetitio
           {"shape", std::string(r.c.shape.name)},
           {"dtype", std::string(dtype_name(r.c.dtype))},
           {"threads", r.c.threads},
+          {"threads_used", r.threads_used},
           {"tokens", r.c.shape.tokens},
           {"heads", r.c.shape.heads},
           {"head_dim", r.c.shape.head_dim},
@@ -101,6 +102,12 @@ void print_table(const std::vector<Result>& results, const std::string& target, 
     fmt::print("{:<{}}  {:>10}  {:>8.2f}  {:>9.2f}  {:>9.2f}\n", r.c.name, width, format_seconds(r.seconds),
                r.bytes_per_second() / 1e9, r.ratio_to_memcpy(), r.ratio_to_scalar());
   }
+  for (const Result& r : results) {
+    if (r.threads_used != r.c.threads) {
+      fmt::print("note: {} ran on {} thread{}: the case is too small to split further\n", r.c.name, r.threads_used,
+                 r.threads_used == 1 ? "" : "s");
+    }
+  }
 }
 
 void run_bench(const BenchOptions& o) {
@@ -117,14 +124,17 @@ void run_bench(const BenchOptions& o) {
     Result r;
     r.c = c;
     r.max_difference = w->max_difference(c.table, c.threads);
+    r.threads_used = w->rotate(c.table, c.threads);
     if (!(r.max_difference <= w->tolerance())) {
       throw Error(fmt::format("bench: {}: the kernel and the scalar loop differ by {:g} (tolerance {:g})",
                               c.name, r.max_difference, w->tolerance()));
     }
     r.seconds = bench::median_seconds_per_call([&] { w->rotate(c.table, c.threads); }, o.repetitions);
     r.baselines = bench::measure_baselines(*w, o.repetitions);
-    fmt::print(stderr, "[{}/{}] {}  {}  {:.2f} GB/s\n", results.size() + 1, cases.size(), c.name,
-               format_seconds(r.seconds), r.bytes_per_second() / 1e9);
+    fmt::print(stderr, "[{}/{}] {}  {}  {:.2f} GB/s{}\n", results.size() + 1, cases.size(), c.name,
+               format_seconds(r.seconds), r.bytes_per_second() / 1e9,
+               r.threads_used == c.threads ? "" : fmt::format("  (ran on {} thread{})", r.threads_used,
+                                                              r.threads_used == 1 ? "" : "s"));
     results.push_back(std::move(r));
   }
   if (o.json) {
@@ -146,10 +156,11 @@ void add_bench(CLI::App& app) {
                "bytes. Progress goes to stderr. For careful numbers use posenc_bench (Google Benchmark).");
   cmd->add_option("--filter", opts->filter,
                   "Regular expression (ECMAScript, searched) on case names, e.g. 'decode' or 'prefill-q/f32'");
-  cmd->add_option("--threads", opts->threads, "Kernel thread counts to run, e.g. 1,2")
-      ->delimiter(',')
+  add_integers(cmd, "--threads", opts->threads, 1, kMaxThreads,
+               fmt::format("Kernel thread counts to run, e.g. 1,2; each in [1, {}]", kMaxThreads))
       ->capture_default_str();
-  cmd->add_option("--repetitions", opts->repetitions, "Samples per timing; each reported time is their median")
+  add_integer(cmd, "--repetitions", opts->repetitions, 1, std::numeric_limits<int>::max(),
+              "Samples per timing; each reported time is their median")
       ->capture_default_str();
   cmd->add_flag("--json", opts->json, "Print a JSON array with one record per case instead of the table");
   cmd->callback([opts] { run_bench(*opts); });

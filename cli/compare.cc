@@ -1,9 +1,10 @@
 // `posenc compare MODEL`: one model's RoPE as transformers, llama.cpp and vLLM compute it, each
 // set against the float64 formulas (posenc/engines.h, docs/engines.md).
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <iostream>
-#include <sstream>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -12,6 +13,7 @@
 
 #include "commands.h"
 #include "model_source.h"
+#include "options.h"
 #include "posenc/config.h"
 #include "posenc/engines.h"
 #include "posenc/error.h"
@@ -21,32 +23,10 @@ namespace {
 
 struct CompareOptions {
   ModelSourceOptions model;
-  std::string positions;  // "P1,P2,..."
+  std::vector<std::int64_t> positions;  // empty: the defaults of compare_engines
   std::int64_t seq_len = 0;
   bool json = false;
 };
-
-std::vector<std::int64_t> parse_positions(const std::string& text) {
-  std::vector<std::int64_t> out;
-  if (text.empty()) return out;
-  std::stringstream ss(text);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    std::size_t used = 0;
-    long long v = 0;
-    try {
-      v = std::stoll(item, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (item.empty() || used != item.size()) {
-      throw Error("--positions (\"" + text + "\"): \"" + item + "\" is not an integer");
-    }
-    if (v < 0) throw Error("--positions (\"" + text + "\"): " + item + " must not be negative");
-    out.push_back(v);
-  }
-  return out;
-}
 
 nlohmann::json number_or_null(double v) {
   return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr);
@@ -141,9 +121,14 @@ void print_table(const ModelConfig& config, const Comparison& c) {
 
 void run_compare(const CompareOptions& o) {
   const ModelConfig config = load_model_source(o.model);
-  if (o.seq_len < 0) throw Error("--seq-len (" + std::to_string(o.seq_len) + ") must not be negative");
-  const std::vector<std::int64_t> positions = parse_positions(o.positions);
-  const Comparison c = compare_engines(config.spec, o.seq_len, positions, config.model_type);
+  if (o.seq_len > 0 && !o.positions.empty()) {
+    const std::int64_t largest = *std::max_element(o.positions.begin(), o.positions.end());
+    if (largest >= o.seq_len) {
+      throw Error(fmt::format("--seq-len ({}) must exceed the largest of --positions ({}): it is the largest position "
+                              "+ 1 (or give --seq-len 0, at initialisation)", o.seq_len, largest));
+    }
+  }
+  const Comparison c = compare_engines(config.spec, o.seq_len, o.positions, config.model_type);
   if (o.json) {
     print_json(config, c);
   } else {
@@ -161,9 +146,9 @@ void add_compare(CLI::App& app) {
       "difference from float64, attention factor, softmax multiplier, cos/sin differences at chosen "
       "positions, what each engine drops, and a verdict per engine.");
   add_model_source_options(cmd, opts->model);
-  cmd->add_option("--positions", opts->positions,
-                  "Comma-separated positions to compare cos/sin at (default: L-1, L, 4L, extended context - 1)");
-  cmd->add_option("--seq-len", opts->seq_len,
+  add_integers(cmd, "--positions", opts->positions, std::int64_t{0}, std::numeric_limits<std::int64_t>::max(),
+               "Comma-separated positions to compare cos/sin at (default: L-1, L, 4L, extended context - 1)");
+  add_integer(cmd, "--seq-len", opts->seq_len, std::int64_t{0}, std::numeric_limits<std::int64_t>::max(),
                   "Sequence length (largest position + 1; for llama.cpp also the context size); 0 = at initialisation")
       ->capture_default_str();
   cmd->add_flag("--json", opts->json, "Print one JSON object instead of the table");

@@ -10,10 +10,15 @@
 
 #include "posenc/error.h"
 #include "posenc/npy.h"
+#include "options.h"
 
 namespace posenc::cli {
 namespace {
 
+constexpr std::int64_t kMin64 = std::numeric_limits<std::int64_t>::min();
+constexpr std::int64_t kMax64 = std::numeric_limits<std::int64_t>::max();
+constexpr int kMinInt = std::numeric_limits<int>::min();
+constexpr int kMaxInt = std::numeric_limits<int>::max();
 constexpr const char* kSpecGroup = "Encoding (flags override the model's values)";
 constexpr const char* kGgmlGroup = "ggml_rope_ext parameters (instead of a model or spec flags; imply --numerics ggml)";
 
@@ -90,46 +95,46 @@ void add_encoding_flags(CLI::App* cmd, EncodingFlags& f) {
   // The model options of model_source.h, without its context-extension flags: here a flag sets
   // the spec's parameter directly, with or without a model.
   f.model_options = {
-      cmd->add_option("model", f.model.path, "The model: a Hugging Face config.json or a .gguf file (optional)"),
-      cmd->add_option("--config", f.config, "The model's config.json or .gguf (the same as the positional)"),
-      cmd->add_option("--preset", f.model.preset, "A built-in model preset instead of a file (see `posenc presets`)"),
-      cmd->add_option("--layer-type", f.model.layer_type,
-                      "For configs with one RoPE per layer type (transformers v5): which one")};
+      add_text(cmd, "model", f.model.path, "The model: a Hugging Face config.json or a .gguf file (optional)", "PATH"),
+      add_text(cmd, "--config", f.config, "The model's config.json or .gguf (the same as the positional)", "PATH"),
+      add_text(cmd, "--preset", f.model.preset, "A built-in model preset instead of a file (see `posenc presets`)", "NAME"),
+      add_text(cmd, "--layer-type", f.model.layer_type,
+               "For configs with one RoPE per layer type (transformers v5): which one", "NAME")};
   SpecFlags& s = f.spec;
   auto spec = [&](CLI::Option* o) {
     o->group(kSpecGroup);
     f.spec_options.push_back(o);
   };
-  spec(cmd->add_option("--rope-type", s.rope_type,
+  spec(add_text(cmd, "--rope-type", s.rope_type,
                        "default|linear|ntk|dynamic|yarn|yarn-paper|dynamic-yarn|llama3|longrope|proportional"));
-  spec(cmd->add_option("--head-dim", s.head_dim, "d_h (default: the model's, else the tensors' last dim)"));
-  spec(cmd->add_option("--rotary-dim", s.rotary_dim,
+  spec(add_integer(cmd, "--head-dim", s.head_dim, kMin64, kMax64, "d_h (default: the model's, else the tensors' last dim)"));
+  spec(add_integer(cmd, "--rotary-dim", s.rotary_dim, kMin64, kMax64,
                        "D, rotated dims per head (default: the model's; without one, or with --head-dim or "
                        "--partial-rotary-factor, int(head_dim * partial_rotary_factor); proportional: head_dim)"));
-  spec(cmd->add_option("--rotary-offset", s.rotary_offset, "First rotated dim of each head (default 0)"));
-  spec(cmd->add_option("--layout", s.layout, "half-split (pairs (i, i+n), the default) or interleaved (pairs (2i, 2i+1))"));
-  spec(cmd->add_option("--rope-theta", s.rope_theta, "Base b (default 10000)"));
-  spec(cmd->add_option("--factor", s.factor, "Scaling factor s"));
-  spec(cmd->add_option("--original-max-position-embeddings", s.original_max_position_embeddings, "L, the original context"));
-  spec(cmd->add_option("--max-position-embeddings", s.max_position_embeddings, "L', the extended context (dynamic)"));
-  spec(cmd->add_option("--attention-factor", s.attention_factor, "yarn, longrope: explicit attention factor"));
-  spec(cmd->add_option("--mscale", s.mscale, "yarn (DeepSeek): numerator of the attention factor"));
-  spec(cmd->add_option("--mscale-all-dim", s.mscale_all_dim, "yarn (DeepSeek): denominator of the attention factor"));
-  spec(cmd->add_option("--truncate", s.truncate, "yarn: floor/ceil the correction dims, true|false (default true)"));
-  spec(cmd->add_option("--extrapolation-factor", s.extrapolation_factor, "yarn: weight of the extrapolated frequency (default 1)"));
-  spec(cmd->add_option("--low-freq-factor", s.low_freq_factor, "llama3 (default 1)"));
-  spec(cmd->add_option("--high-freq-factor", s.high_freq_factor, "llama3 (default 4)"));
-  CLI::Option* sf = cmd->add_option("--short-factor", s.short_factor, "longrope: rotary_dim/2 comma-separated factors")->delimiter(',');
-  CLI::Option* lf = cmd->add_option("--long-factor", s.long_factor, "longrope: rotary_dim/2 comma-separated factors")->delimiter(',');
+  spec(add_integer(cmd, "--rotary-offset", s.rotary_offset, kMin64, kMax64, "First rotated dim of each head (default 0)"));
+  spec(add_text(cmd, "--layout", s.layout, "half-split (pairs (i, i+n), the default) or interleaved (pairs (2i, 2i+1))"));
+  spec(add_number(cmd, "--rope-theta", s.rope_theta, "Base b (default 10000)"));
+  spec(add_number(cmd, "--factor", s.factor, "Scaling factor s"));
+  spec(add_integer(cmd, "--original-max-position-embeddings", s.original_max_position_embeddings, kMin64, kMax64, "L, the original context"));
+  spec(add_integer(cmd, "--max-position-embeddings", s.max_position_embeddings, kMin64, kMax64, "L', the extended context (dynamic)"));
+  spec(add_number(cmd, "--attention-factor", s.attention_factor, "yarn, longrope: explicit attention factor"));
+  spec(add_number(cmd, "--mscale", s.mscale, "yarn (DeepSeek): numerator of the attention factor"));
+  spec(add_number(cmd, "--mscale-all-dim", s.mscale_all_dim, "yarn (DeepSeek): denominator of the attention factor"));
+  spec(add_bool(cmd, "--truncate", s.truncate, "yarn: floor/ceil the correction dims, true|false (default true)"));
+  spec(add_number(cmd, "--extrapolation-factor", s.extrapolation_factor, "yarn: weight of the extrapolated frequency (default 1)"));
+  spec(add_number(cmd, "--low-freq-factor", s.low_freq_factor, "llama3 (default 1)"));
+  spec(add_number(cmd, "--high-freq-factor", s.high_freq_factor, "llama3 (default 4)"));
+  CLI::Option* sf = add_numbers(cmd, "--short-factor", s.short_factor, "longrope: rotary_dim/2 comma-separated factors");
+  CLI::Option* lf = add_numbers(cmd, "--long-factor", s.long_factor, "longrope: rotary_dim/2 comma-separated factors");
   spec(sf);
   spec(lf);
   f.short_factor_option = sf;
   f.long_factor_option = lf;
-  spec(cmd->add_option("--partial-rotary-factor", s.partial_rotary_factor,
+  spec(add_number(cmd, "--partial-rotary-factor", s.partial_rotary_factor,
                        "rho: rotary_dim = int(head_dim * rho); proportional: rotates int(rho * head_dim / 2) pairs"));
   for (auto [name, value, help] : {std::tuple{"--beta-fast", &s.beta_fast, "yarn / ggml: rotations above which pairs keep w (default 32)"},
                                    std::tuple{"--beta-slow", &s.beta_slow, "yarn / ggml: rotations below which pairs get w/s (default 1)"}}) {
-    f.shared_options.push_back(cmd->add_option(name, *value, help)->group(kSpecGroup));
+    f.shared_options.push_back(add_number(cmd, name, *value, help)->group(kSpecGroup));
   }
 
   GgmlFlags& g = f.ggml;
@@ -137,14 +142,14 @@ void add_encoding_flags(CLI::App* cmd, EncodingFlags& f) {
     o->group(kGgmlGroup);
     f.ggml_options.push_back(o);
   };
-  ggml(cmd->add_option("--n-dims", g.n_dims, "Rotated dims (default: head_dim)"));
-  ggml(cmd->add_option("--mode", g.mode, "normal (0: pairs (2i, 2i+1), the default) or neox (2: pairs (i, i + n_dims/2))"));
-  ggml(cmd->add_option("--n-ctx-orig", g.n_ctx_orig, "Original context (default 0)"));
-  ggml(cmd->add_option("--freq-base", g.freq_base, "Base (default 10000)"));
-  ggml(cmd->add_option("--freq-scale", g.freq_scale, "1 / scaling factor (default 1)"));
-  ggml(cmd->add_option("--ext-factor", g.ext_factor, "YaRN extrapolation mix (default 0: no ramp)"));
-  ggml(cmd->add_option("--attn-factor", g.attn_factor, "Multiplies cos and sin (default 1)"));
-  ggml(cmd->add_option("--freq-factors", g.freq_factors, "float32 .npy of n_dims/2 frequency divisors (rope_freqs)"));
+  ggml(add_integer(cmd, "--n-dims", g.n_dims, kMinInt, kMaxInt, "Rotated dims (default: head_dim)"));
+  ggml(add_text(cmd, "--mode", g.mode, "normal (0: pairs (2i, 2i+1), the default) or neox (2: pairs (i, i + n_dims/2))"));
+  ggml(add_integer(cmd, "--n-ctx-orig", g.n_ctx_orig, kMinInt, kMaxInt, "Original context (default 0)"));
+  ggml(add_number(cmd, "--freq-base", g.freq_base, "Base (default 10000)"));
+  ggml(add_number(cmd, "--freq-scale", g.freq_scale, "1 / scaling factor (default 1)"));
+  ggml(add_number(cmd, "--ext-factor", g.ext_factor, "YaRN extrapolation mix (default 0: no ramp)"));
+  ggml(add_number(cmd, "--attn-factor", g.attn_factor, "Multiplies cos and sin (default 1)"));
+  ggml(add_text(cmd, "--freq-factors", g.freq_factors, "float32 .npy of n_dims/2 frequency divisors (rope_freqs)", "PATH"));
 }
 
 bool uses_ggml_params(const EncodingFlags& f) {

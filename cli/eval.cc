@@ -10,6 +10,7 @@
 #include <fstream>
 #include <iostream>
 #include <iterator>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <sstream>
@@ -21,6 +22,8 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
+#include "options.h"
+#include "output_file.h"
 #include "posenc/error.h"
 #include "posenc/llama.h"
 #include "posenc/perplexity.h"
@@ -42,7 +45,37 @@ struct EvalOptions {
   int threads = 1;
   bool json = false;
   std::string output;
+  CLI::Option* step_option = nullptr;
 };
+
+bool yarn_family(Method m) { return m == Method::kYarn || m == Method::kDynamicYarn; }
+bool grows_with_length(Method m) { return m == Method::kDynamic || m == Method::kDynamicYarn; }
+
+// An option the chosen methods do not read changes nothing: refuse it, naming the methods.
+void refuse_unread(const EvalOptions& o, const llama::Model& model) {
+  std::string no_factor, no_attention;
+  bool any_dynamic = false;
+  for (const std::string& m : o.methods) {
+    const Method method = model.rope_spec(m, 1.0).method;
+    // none has no factor; dynamic-yarn derives its own, max(1, seq_len / L), at every step.
+    if (method == Method::kNone || method == Method::kDynamicYarn) no_factor += (no_factor.empty() ? "" : ", ") + m;
+    if (!yarn_family(method)) no_attention += (no_attention.empty() ? "" : ", ") + m;
+    any_dynamic = any_dynamic || grows_with_length(method);
+  }
+  if (o.factor && !no_factor.empty()) {
+    throw Error(fmt::format("--factor ({}) has no effect on --method {} (it has no factor, or derives its own): "
+                            "leave those out of --method, or drop --factor", *o.factor, no_factor));
+  }
+  if (o.attention_factor && !no_attention.empty()) {
+    throw Error(fmt::format("--attention-factor ({}) has no effect on --method {}: only yarn, yarn-paper and "
+                            "dynamic-yarn have an attention factor; leave the others out of --method",
+                            *o.attention_factor, no_attention));
+  }
+  if (o.step_option && o.step_option->count() > 0 && !any_dynamic) {
+    throw Error(fmt::format("--step ({}) has no effect: none of --method ({}) recomputes its frequencies as the "
+                            "sequence grows (dynamic and dynamic-yarn do)", o.step, fmt::join(o.methods, ",")));
+  }
+}
 
 struct Cell {
   std::string method;
@@ -106,18 +139,15 @@ std::string figure(const EvalOptions& o, const std::vector<Cell>& cells, std::in
 }
 
 void run_eval(const EvalOptions& o) {
-  if (o.ctx.empty()) throw Error("--ctx: give at least one context");
-  if (o.methods.empty()) throw Error("--method: give at least one method");
-  if (o.factor && !(*o.factor > 0)) throw Error("--factor (" + std::to_string(*o.factor) + ") must be positive");
+  if (o.factor && !(*o.factor > 0)) throw Error(fmt::format("--factor ({}) must be positive", *o.factor));
   if (o.attention_factor && !(*o.attention_factor > 0)) {
-    throw Error("--attention-factor (" + std::to_string(*o.attention_factor) + ") must be positive");
+    throw Error(fmt::format("--attention-factor ({}) must be positive", *o.attention_factor));
   }
+  warn_oversubscribed("--threads", o.threads);
   const llama::Model model = llama::Model::load(o.model);
   const std::int64_t trained = model.config().max_seq_len;
   for (const std::string& m : o.methods) model.rope_spec(m, 1.0);  // unknown names fail before any work
-  for (std::int64_t c : o.ctx) {
-    if (c < 2) throw Error("--ctx (" + std::to_string(c) + ") must be at least 2");
-  }
+  refuse_unread(o, model);
 
   const std::string text = read_text(o.text);
   auto t0 = std::chrono::steady_clock::now();
@@ -145,7 +175,7 @@ void run_eval(const EvalOptions& o) {
         };
       }
       RopeSpec spec = model.rope_spec(m, s);
-      if (o.attention_factor && (spec.method == Method::kYarn || spec.method == Method::kDynamicYarn)) {
+      if (o.attention_factor) {
         spec.yarn.attention_factor = *o.attention_factor;
       }
       Cell cell{m, c, s, llama::perplexity(model, spec, tokens, po)};
@@ -168,12 +198,7 @@ void run_eval(const EvalOptions& o) {
   std::cerr << fmt::format("eval: {} tokens through the model in {:.1f} s: {:.0f} tokens/s\n", total_run, total_s,
                            total_s > 0 ? static_cast<double>(total_run) / total_s : 0.0);
 
-  if (!o.output.empty()) {
-    std::ofstream out(o.output);
-    if (!out) throw Error("-o: " + o.output + " cannot be written");
-    out << figure(o, cells, trained);
-    if (!out) throw Error("-o: writing " + o.output + " failed");
-  }
+  if (!o.output.empty()) write_output_file("-o", o.output, figure(o, cells, trained));
 
   if (o.json) {
     nlohmann::json results = nlohmann::json::array();
@@ -229,34 +254,36 @@ void run_eval(const EvalOptions& o) {
 
 void add_eval(CLI::App& app) {
   auto o = std::make_shared<EvalOptions>();
-  o->threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  o->threads = std::min(hardware_threads(), kMaxThreads);
   CLI::App* cmd = app.add_subcommand(
       "eval",
       "Perplexity of a Llama model file (llama2.ts v1 format, e.g. stories260K) over a text, for every RoPE scaling "
       "method and context: docs/DESIGN.md §8 (non-overlapping windows, first token BOS, second half scored), or a "
       "sliding window with --stride. The factor is s = max(1, ctx / trained context) unless --factor is given. "
       "Progress on stderr; a table (or --json) on stdout; -o writes perplexity against context as SVG.");
-  cmd->add_option("--model", o->model, "The model file (v1 format)")->required();
-  cmd->add_option("--text", o->text, "The text (UTF-8), tokenized whole, as it is")->required();
-  cmd->add_option("--ctx", o->ctx, "Contexts, e.g. 512,1024,2048")->delimiter(',')->capture_default_str();
-  cmd->add_option("--method", o->methods,
-                  "Methods: none, linear, ntk, yarn, yarn-paper, dynamic, dynamic-yarn, llama3")
-      ->delimiter(',')
+  constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
+  add_text(cmd, "--model", o->model, "The model file (v1 format)", "PATH")->required();
+  add_text(cmd, "--text", o->text, "The text (UTF-8), tokenized whole, as it is", "PATH")->required();
+  add_integers(cmd, "--ctx", o->ctx, std::int64_t{2}, kMax, "Contexts, e.g. 512,1024,2048")->capture_default_str();
+  add_texts(cmd, "--method", o->methods, "Methods: none, linear, ntk, yarn, yarn-paper, dynamic, dynamic-yarn, llama3")
       ->capture_default_str();
-  cmd->add_option("--factor", o->factor, "Scaling factor s for every context (default: max(1, ctx / trained context))");
-  cmd->add_option("--attention-factor", o->attention_factor,
-                  "YaRN methods only: this attention factor instead of 0.1 ln(s) + 1 (1 switches the temperature off)");
-  cmd->add_option("--max-tokens", o->max_tokens, "Tokens of the text used at most")->capture_default_str();
-  cmd->add_option("--stride", o->stride, "Sliding-window evaluation as YaRN's eval/perplexity.py (BOS + ctx-1 tokens per window, the "
+  add_number(cmd, "--factor", o->factor,
+             "Scaling factor s for every context (default: max(1, ctx / trained context)); not with none or "
+             "dynamic-yarn, which have no factor or derive their own");
+  add_number(cmd, "--attention-factor", o->attention_factor,
+             "YaRN methods only: this attention factor instead of 0.1 ln(s) + 1 (1 switches the temperature off)");
+  add_integer(cmd, "--max-tokens", o->max_tokens, std::int64_t{0}, kMax, "Tokens of the text used at most")
+      ->capture_default_str();
+  add_integer(cmd, "--stride", o->stride, std::int64_t{0}, kMax, "Sliding-window evaluation as YaRN's eval/perplexity.py (BOS + ctx-1 tokens per window, the "
                   "last S scored) with this stride S (0: non-overlapping windows)")
       ->capture_default_str();
-  cmd->add_option("--step", o->step,
-                  "Tokens per forward step; dynamic methods recompute their frequencies (and re-rotate the cached "
-                  "keys) once per step, for the length at its end")
-      ->capture_default_str();
-  cmd->add_option("--threads", o->threads, "Threads of the forward pass")->capture_default_str();
+  o->step_option = add_integer(cmd, "--step", o->step, std::int64_t{1}, kMax,
+                               "dynamic methods: tokens per forward step; they recompute their frequencies (and "
+                               "re-rotate the cached keys) once per step, for the length at its end")
+                       ->capture_default_str();
+  add_threads(cmd, o->threads, "Threads of the forward pass");
   cmd->add_flag("--json", o->json, "Print one JSON object instead of the table");
-  cmd->add_option("-o,--output", o->output, "Write perplexity against context (one line per method) as SVG");
+  add_text(cmd, "-o,--output", o->output, "Write perplexity against context (one line per method) as SVG");
   cmd->callback([o] { run_eval(*o); });
 }
 

@@ -3,13 +3,18 @@
 #include <algorithm>
 #include <cmath>
 #include <iostream>
+#include <limits>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "commands.h"
+#include "options.h"
 #include "posenc/error.h"
 #include "posenc/llama.h"
 
@@ -23,8 +28,9 @@ struct GenerateOptions {
   double temperature = 0.0;
   std::uint64_t seed = 1;
   std::string method = "none";
-  double factor = 1.0;
+  std::optional<double> factor;
   int threads = 1;
+  CLI::Option* seed_option = nullptr;
 };
 
 std::int32_t pick(const std::vector<float>& logits, double temperature, std::mt19937_64& rng) {
@@ -41,12 +47,23 @@ std::int32_t pick(const std::vector<float>& logits, double temperature, std::mt1
 void run_generate(const GenerateOptions& o) {
   if (o.tokens < 0) throw Error("--tokens (" + std::to_string(o.tokens) + ") must not be negative");
   if (!(o.temperature >= 0.0)) throw Error("--temperature (" + std::to_string(o.temperature) + ") must be >= 0");
+  if (o.seed_option->count() > 0 && o.temperature == 0.0) {
+    throw Error("--seed (" + std::to_string(o.seed) + ") has no effect: generation is greedy unless --temperature "
+                "is above 0, and only sampling draws random numbers");
+  }
+  warn_oversubscribed("--threads", o.threads);
   const llama::Model model = llama::Model::load(o.model);
+  const RopeSpec rope = model.rope_spec(o.method, o.factor.value_or(1.0));
+  // none has no factor; dynamic-yarn derives its own, max(1, seq_len / L).
+  if (o.factor && (rope.method == Method::kNone || rope.method == Method::kDynamicYarn)) {
+    throw Error(fmt::format("--factor ({}) has no effect with --method {}: give a method that scales (linear, ntk, "
+                            "yarn, yarn-paper, dynamic, llama3)", *o.factor, o.method));
+  }
   const llama::Tokenizer& tok = model.tokenizer();
   std::vector<std::int32_t> ids{tok.bos_id()};
   const std::vector<std::int32_t> prompt = tok.encode(o.prompt);
   ids.insert(ids.end(), prompt.begin(), prompt.end());
-  llama::Session session(model, {.rope = model.rope_spec(o.method, o.factor),
+  llama::Session session(model, {.rope = rope,
                                  .capacity = static_cast<std::int64_t>(ids.size()) + o.tokens,
                                  .threads = o.threads});
   std::vector<float> logits(static_cast<std::size_t>(model.config().vocab_size));
@@ -69,19 +86,24 @@ void run_generate(const GenerateOptions& o) {
 
 void add_generate(CLI::App& app) {
   auto o = std::make_shared<GenerateOptions>();
-  o->threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  o->threads = std::min(hardware_threads(), kMaxThreads);
   CLI::App* cmd = app.add_subcommand(
       "generate", "Continue a prompt with a Llama model file (llama2.ts v1 format, e.g. stories260K): greedy by "
                   "default, with any RoPE scaling method. Prints the prompt and its continuation.");
-  cmd->add_option("--model", o->model, "The model file (v1 format)")->required();
+  add_text(cmd, "--model", o->model, "The model file (v1 format)", "PATH")->required();
   cmd->add_option("--prompt", o->prompt, "The text to continue")->required();
-  cmd->add_option("--tokens", o->tokens, "Tokens to generate at most (stops early at BOS/EOS)")->capture_default_str();
-  cmd->add_option("--temperature", o->temperature, "0: greedy; else sample from softmax(logits / T)")->capture_default_str();
-  cmd->add_option("--seed", o->seed, "Seed of the sampler")->capture_default_str();
-  cmd->add_option("--method", o->method, "RoPE scaling method (none, linear, ntk, yarn, yarn-paper, dynamic, "
-                                         "dynamic-yarn, llama3)")->capture_default_str();
-  cmd->add_option("--factor", o->factor, "Scaling factor s")->capture_default_str();
-  cmd->add_option("--threads", o->threads, "Threads of the forward pass")->capture_default_str();
+  add_integer(cmd, "--tokens", o->tokens, std::numeric_limits<std::int64_t>::min(),
+              std::numeric_limits<std::int64_t>::max(), "Tokens to generate at most (stops early at BOS/EOS)")
+      ->capture_default_str();
+  add_number(cmd, "--temperature", o->temperature, "0: greedy; else sample from softmax(logits / T)")
+      ->capture_default_str();
+  o->seed_option = add_integer(cmd, "--seed", o->seed, std::uint64_t{0}, std::numeric_limits<std::uint64_t>::max(),
+                               "Seed of the sampler (with --temperature above 0)")
+                       ->capture_default_str();
+  add_text(cmd, "--method", o->method, "RoPE scaling method (none, linear, ntk, yarn, yarn-paper, dynamic, "
+                                       "dynamic-yarn, llama3)", "METHOD")->capture_default_str();
+  add_number(cmd, "--factor", o->factor, "Scaling factor s (default 1; not with none or dynamic-yarn)");
+  add_threads(cmd, o->threads, "Threads of the forward pass");
   cmd->callback([o] { run_generate(*o); });
 }
 

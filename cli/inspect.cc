@@ -13,6 +13,7 @@
 #include "commands.h"
 #include "encoding_json.h"
 #include "model_source.h"
+#include "options.h"
 #include "posenc/config.h"
 #include "posenc/error.h"
 #include "posenc/frequencies.h"
@@ -25,6 +26,7 @@ struct InspectOptions {
   std::string numerics = "precise";
   std::int64_t seq_len = 0;
   bool json = false;
+  CLI::Option* seq_len_option = nullptr;
 };
 
 // Per-pair quantities derived from the frequencies, shared by the table and the JSON.
@@ -156,7 +158,13 @@ void run_inspect(const InspectOptions& o) {
   const ModelConfig config = load_model_source(o.model);
   const RopeSpec& spec = config.spec;
   const Numerics numerics = parse_numerics(o.numerics, "--numerics");
-  if (o.seq_len < 0) throw Error("--seq-len (" + std::to_string(o.seq_len) + ") must not be negative");
+  const bool by_length = spec.method == Method::kDynamic || spec.method == Method::kDynamicYarn ||
+                         spec.method == Method::kLongrope;
+  if (o.seq_len_option->count() > 0 && !by_length) {
+    throw Error(fmt::format("--seq-len ({}) has no effect: rope_type {} (from {}) does not depend on the sequence "
+                            "length (only dynamic, dynamic-yarn and longrope do)", o.seq_len, method_name(spec),
+                            config.source));
+  }
   const Frequencies f = compute_frequencies(spec, numerics, o.seq_len);
   // r = L / wavelength is counted over the original context, or the only context the model has.
   const double context = static_cast<double>(context_lengths(spec).original);
@@ -176,10 +184,13 @@ void add_inspect(CLI::App& app) {
                  "weight, ratio to the unscaled frequency; then the attention factor, the "
                  "softmax-scale multiplier, the contexts and the config's warnings.");
   add_model_source_options(cmd, opts->model);
-  cmd->add_option("--numerics", opts->numerics, "Numeric convention: precise (float64), hf (transformers' float32) or ggml (llama.cpp's CPU rope)")
+  add_text(cmd, "--numerics", opts->numerics, "Numeric convention: precise (float64), hf (transformers' float32) or ggml (llama.cpp's CPU rope)")
       ->capture_default_str();
-  cmd->add_option("--seq-len", opts->seq_len, "Sequence length (largest position + 1) for methods that depend on it; 0 = at initialisation")
-      ->capture_default_str();
+  opts->seq_len_option =
+      add_integer(cmd, "--seq-len", opts->seq_len, std::int64_t{0}, std::numeric_limits<std::int64_t>::max(),
+                  "Sequence length (largest position + 1) for the methods that depend on it (dynamic, "
+                  "dynamic-yarn, longrope); 0 = at initialisation")
+          ->capture_default_str();
   cmd->add_flag("--json", opts->json, "Print one JSON object instead of the table");
   cmd->callback([opts] { run_inspect(*opts); });
 }

@@ -1,6 +1,8 @@
 // posenc: command-line front door of the library. Errors go to stderr with a non-zero exit.
 #include <exception>
+#include <functional>
 #include <iostream>
+#include <string>
 
 #include <CLI/CLI.hpp>
 
@@ -25,8 +27,26 @@ int main(int argc, char** argv) {
   posenc::cli::add_report(app);
   posenc::cli::add_generate(app);
   posenc::cli::add_eval(app);
+  std::string commands;
+  bool known = false;
+  const CLI::App& all = app;
+  for (const CLI::App* sub : all.get_subcommands(std::function<bool(const CLI::App*)>{})) {
+    commands += (commands.empty() ? "" : ", ") + sub->get_name();
+    known = known || (argc > 1 && sub->check_name(argv[1]));
+  }
+  if (argc == 1) {
+    std::cerr << "posenc: error: a command is required: one of " << commands << " (posenc --help)\n";
+    return 1;
+  }
+  // The first word is the command: name an unknown one (CLI11 would only say that one is required).
+  if (argv[1][0] != '-' && !known) {
+    std::cerr << "posenc: error: unknown command \"" << argv[1] << "\"; the commands are: " << commands
+              << " (posenc COMMAND --help for each)\n";
+    return 1;
+  }
   try {
     app.parse(argc, argv);
+
   } catch (const CLI::ParseError& e) {
     // CLI11 numbers its errors 100 and up; every command-line error is status 1 here, as the
     // errors the commands themselves throw are.

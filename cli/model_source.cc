@@ -3,11 +3,13 @@
 #include <cctype>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "options.h"
 #include "posenc/error.h"
 #include "posenc/gguf.h"
 #include "posenc/presets.h"
@@ -41,22 +43,24 @@ ModelConfig load_preset(const std::string& name) {
   }
 }
 
+constexpr const char* kExtensionGroup = "Context extension";
+
 // Flags whose value is optional in ExtendOptions: set only when given.
-template <typename T>
-void add_optional(CLI::App* cmd, const std::string& flag, std::optional<T>& field,
-                  const std::string& help) {
-  cmd->add_option_function<T>(flag, [&field](const T& v) { field = v; }, help)
-      ->group("Context extension");
+void add_optional(CLI::App* cmd, const std::string& flag, std::optional<double>& field, const std::string& help) {
+  add_number(cmd, flag, field, help)->group(kExtensionGroup);
 }
 
 // --scaling, --target-context, --factor and the method parameters (extend.h).
 void add_extension_options(CLI::App* cmd, ExtendOptions& e) {
-  add_optional(cmd, "--scaling", e.scaling,
+  add_text(cmd, "--scaling", e.scaling,
                "Extend the model with this method: linear, ntk, dynamic, yarn, yarn-paper, "
-               "dynamic-yarn, llama3, longrope (models with LongRoPE lists only) or none");
-  add_optional(cmd, "--target-context", e.target_context,
-               "Context to reach: factor = N / the model's original context "
-               "(original_max_position_embeddings, else max_position_embeddings)");
+               "dynamic-yarn, llama3, longrope (models with LongRoPE lists only) or none", "METHOD")
+      ->group(kExtensionGroup);
+  add_integer(cmd, "--target-context", e.target_context, std::numeric_limits<std::int64_t>::min(),
+              std::numeric_limits<std::int64_t>::max(),
+              "Context to reach: factor = N / the model's original context "
+              "(original_max_position_embeddings, else max_position_embeddings)")
+      ->group(kExtensionGroup);
   add_optional(cmd, "--factor", e.factor,
                "Scaling factor s (instead of --target-context, or agreeing with it)");
   add_optional(cmd, "--rope-theta", e.rope_theta, "Replace the model's RoPE base");
@@ -68,16 +72,9 @@ void add_extension_options(CLI::App* cmd, ExtendOptions& e) {
   add_optional(cmd, "--mscale", e.mscale, "YaRN (DeepSeek): numerator mscale of the attention factor");
   add_optional(cmd, "--mscale-all-dim", e.mscale_all_dim,
                "YaRN (DeepSeek): denominator mscale, and the softmax scale");
-  cmd->add_option_function<std::string>(
-         "--truncate",
-         [&e](const std::string& v) {
-           if (v != "true" && v != "false") {
-             throw Error("--truncate (\"" + v + "\") must be true or false");
-           }
-           e.truncate = v == "true";
-         },
-         "YaRN: floor/ceil the correction range (true, the default) or not (false, as gpt-oss)")
-      ->group("Context extension");
+  add_bool(cmd, "--truncate", e.truncate,
+           "YaRN: floor/ceil the correction range (true, the default) or not (false, as gpt-oss)")
+      ->group(kExtensionGroup);
   add_optional(cmd, "--extrapolation-factor", e.extrapolation_factor,
                "YaRN: weight of the extrapolated frequency (llama.cpp ext_factor)");
   add_optional(cmd, "--low-freq-factor", e.low_freq_factor, "llama3: low_freq_factor");
@@ -87,10 +84,10 @@ void add_extension_options(CLI::App* cmd, ExtendOptions& e) {
 }  // namespace
 
 void add_model_source_options(CLI::App* cmd, ModelSourceOptions& options) {
-  cmd->add_option("model", options.path, "The model: a Hugging Face config.json (or a .gguf file)");
-  cmd->add_option("--preset", options.preset, "A built-in model preset instead of a file (see `posenc presets`)");
-  cmd->add_option("--layer-type", options.layer_type,
-                  "For configs with one RoPE per layer type (transformers v5): which one");
+  add_text(cmd, "model", options.path, "The model: a Hugging Face config.json (or a .gguf file)", "PATH");
+  add_text(cmd, "--preset", options.preset, "A built-in model preset instead of a file (see `posenc presets`)", "NAME");
+  add_text(cmd, "--layer-type", options.layer_type,
+           "For configs with one RoPE per layer type (transformers v5): which one", "NAME");
   add_extension_options(cmd, options.extend);
 }
 

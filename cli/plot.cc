@@ -1,6 +1,6 @@
 // `posenc plot KIND [MODEL] -o FILE.svg`: one figure of figures.h as an SVG file.
-#include <fstream>
 #include <iostream>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -8,6 +8,8 @@
 
 #include "commands.h"
 #include "default_model.h"
+#include "options.h"
+#include "output_file.h"
 #include "posenc/error.h"
 #include "posenc/figures.h"
 
@@ -99,10 +101,7 @@ void run_plot(const PlotOptions& o) {
     std::cout << svg;
     return;
   }
-  std::ofstream out(o.output, std::ios::binary);
-  out << svg;
-  out.close();
-  if (!out) throw Error("plot: cannot write -o (\"" + o.output + "\")");
+  write_output_file("-o", o.output, svg);
   std::cerr << "posenc: wrote " << o.output << " (" << svg.size() << " bytes)\n";
 }
 
@@ -115,17 +114,15 @@ void add_plot(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("plot", "Draw one figure as an SVG file.\n" + kinds +
                                                  "\nThe model kinds default to Llama 2 7B extended 16x with YaRN "
                                                  "(examples/configs/llama-2-7b-yarn16.json).");
-  cmd->add_option("kind", opts->kind, "What to draw (see above)");
+  add_text(cmd, "kind", opts->kind, "What to draw (see above)", "KIND");
   add_model_source_options(cmd, opts->model);
-  cmd->add_option("-o,--output", opts->output, "The SVG file to write (\"-\": stdout)");
-  cmd->add_option_function<std::int64_t>("--positions", [opts](const std::int64_t& v) { opts->positions = v; },
-                                         "sinusoidal, similarity: number of positions (default 50; 100 for similarity)");
-  cmd->add_option_function<std::int64_t>("--d-model", [opts](const std::int64_t& v) { opts->d_model = v; },
-                                         "sinusoidal, similarity: encoding width, even (default 128)");
-  cmd->add_option_function<double>("--base", [opts](const double& v) { opts->base = v; },
-                                   "sinusoidal, similarity: frequency base (default 10000)");
-  cmd->add_option_function<std::string>("--layout", [opts](const std::string& v) { opts->layout = v; },
-                                        "sinusoidal, similarity: interleaved (the paper) or concatenated");
+  add_text(cmd, "-o,--output", opts->output, "The SVG file to write (\"-\": stdout)", "PATH");
+  constexpr std::int64_t kMin = std::numeric_limits<std::int64_t>::min(), kMax = std::numeric_limits<std::int64_t>::max();
+  add_integer(cmd, "--positions", opts->positions, kMin, kMax,
+              "sinusoidal, similarity: number of positions (default 50; 100 for similarity)");
+  add_integer(cmd, "--d-model", opts->d_model, kMin, kMax, "sinusoidal, similarity: encoding width, even (default 128)");
+  add_number(cmd, "--base", opts->base, "sinusoidal, similarity: frequency base (default 10000)");
+  add_text(cmd, "--layout", opts->layout, "sinusoidal, similarity: interleaved (the paper) or concatenated");
   cmd->callback([opts] { run_plot(*opts); });
 }
 

@@ -1,11 +1,12 @@
 // `posenc report [MODEL] -o report.html`: the HTML report of report.h for one model.
-#include <fstream>
 #include <iostream>
 #include <memory>
 #include <string>
 
 #include "commands.h"
 #include "default_model.h"
+#include "options.h"
+#include "output_file.h"
 #include "posenc/error.h"
 #include "posenc/report.h"
 #include "posenc/version.h"
@@ -32,10 +33,7 @@ void run_report(const ReportCliOptions& o) {
     std::cout << html;
     return;
   }
-  std::ofstream out(o.output, std::ios::binary);
-  out << html;
-  out.close();
-  if (!out) throw Error("report: cannot write -o (\"" + o.output + "\")");
+  write_output_file("-o", o.output, html);
   std::cerr << "report: wrote " << o.output << " (" << html.size() << " bytes)\n";
 }
 
@@ -49,7 +47,7 @@ void add_report(CLI::App& app) {
       "figure of `posenc plot`, the per-pair table of `posenc inspect`, the engine comparison and the "
       "results of `posenc verify`. Without a model: Llama 2 7B extended 16x with YaRN.");
   add_model_source_options(cmd, opts->model);
-  cmd->add_option("-o,--output", opts->output, "The HTML file to write (\"-\": stdout)");
+  add_text(cmd, "-o,--output", opts->output, "The HTML file to write (\"-\": stdout)", "PATH");
   cmd->callback([opts] { run_report(*opts); });
 }
 

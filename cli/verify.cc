@@ -1,10 +1,12 @@
 // `posenc verify`: the seed document's claims, one line each, measured.
 #include <iostream>
+#include <limits>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
+#include "options.h"
 #include "posenc/verify.h"
 
 namespace posenc::cli {
@@ -48,9 +50,12 @@ void add_verify(CLI::App& app) {
       "Measure each claim of the seed document about positional encodings (unique codes, distances, bounds, "
       "determinism, generalisation, wavelengths, the shift matrix T(Δ), attention and word order, RoPE's relative "
       "property, what each scaling method does to attention) and its open questions. Exits 1 if a claim fails.");
-  cmd->add_option("--d-model", opts->verify.d_model, "Width of the sinusoidal encoding")->capture_default_str();
-  cmd->add_option("--positions", opts->verify.positions, "Number of positions seen")->capture_default_str();
-  cmd->add_option("--seed", opts->verify.seed, "Seed of the random inputs")->capture_default_str();
+  constexpr std::int64_t kMin = std::numeric_limits<std::int64_t>::min(), kMax = std::numeric_limits<std::int64_t>::max();
+  add_integer(cmd, "--d-model", opts->verify.d_model, kMin, kMax, "Width of the sinusoidal encoding")->capture_default_str();
+  add_integer(cmd, "--positions", opts->verify.positions, kMin, kMax, "Number of positions seen")->capture_default_str();
+  add_integer(cmd, "--seed", opts->verify.seed, std::uint64_t{0}, std::numeric_limits<std::uint64_t>::max(),
+              "Seed of the random inputs")
+      ->capture_default_str();
   cmd->add_flag("--json", opts->json, "Print one JSON object instead of the lines");
   cmd->callback([opts] {
     const int status = run_verify(*opts);

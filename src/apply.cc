@@ -5,12 +5,14 @@
 #include <algorithm>
 #include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "kernels/rotate.h"
 #include "kernels/thread_pool.h"
 #include "posenc/cos_sin.h"
 #include "posenc/error.h"
+#include "posenc/threads.h"
 
 namespace posenc {
 namespace {
@@ -64,8 +66,8 @@ bool same_memory(const TensorView& a, const TensorView& b) {
 }
 
 // Rotates every pass over all tokens with rows from `row`, on up to `threads` threads.
-void run(const RopeSpec& spec, const std::vector<Pass>& passes, const Positions& positions,
-         Direction direction, int threads, const RowFn& row) {
+int run(const RopeSpec& spec, const std::vector<Pass>& passes, const Positions& positions,
+        Direction direction, int threads, const RowFn& row, std::string_view who) {
   detail::ensure_simd_target_from_env();
   const std::int64_t tokens = position_count(positions);
   const std::int64_t n = spec.rotary_dim / 2;
@@ -73,7 +75,7 @@ void run(const RopeSpec& spec, const std::vector<Pass>& passes, const Positions&
   for (const Pass& p : passes) heads += p.in->heads;
   // Few tokens: split the heads of each token too, so a short prefill still uses every thread.
   const std::int64_t elements = tokens * heads * spec.rotary_dim;
-  if (threads < 1) throw Error("apply_rope: threads (" + str(threads) + ") must be at least 1");
+  check_threads(threads, who);
   if (elements < kMinParallelElements) threads = 1;
   const std::int64_t splits = tokens >= 2 * threads ? 1 : threads;
   const std::int64_t tasks = tokens * splits;
@@ -132,16 +134,19 @@ void run(const RopeSpec& spec, const std::vector<Pass>& passes, const Positions&
       }
     }
   };
-  if (threads == 1) {
+  // The pool runs one chunk per participant, and never more participants than tasks.
+  const int used = static_cast<int>(std::clamp<std::int64_t>(tasks, 1, threads));
+  if (used == 1) {
     body(0, tasks);
   } else {
-    detail::ThreadPool::shared(threads).run(threads, tasks, body);
+    detail::ThreadPool::shared(used).run(used, tasks, body);
   }
+  return used;
 }
 
 }  // namespace
 
-void apply_rope(const Frequencies& freqs, const RopeArgs& args) {
+int apply_rope(const Frequencies& freqs, const RopeArgs& args) {
   const RopeSpec& spec = freqs.spec;
   const std::int64_t tokens = position_count(args.positions);
   check_view(args.q, "q", tokens, spec);
@@ -182,7 +187,7 @@ void apply_rope(const Frequencies& freqs, const RopeArgs& args) {
       cos_sin_row_f32(freqs, p, {c, n}, {s, n});
     }
   };
-  run(spec, passes, args.positions, args.direction, args.threads, row);
+  return run(spec, passes, args.positions, args.direction, args.threads, row, "apply_rope");
 }
 
 void rerotate_keys(const Frequencies& from, const Frequencies& to, const TensorView& k,
@@ -210,7 +215,7 @@ void rerotate_keys(const Frequencies& from, const Frequencies& to, const TensorV
       s[i] = static_cast<float>((sn[i] * co[i] - cn[i] * so[i]) / old_af2);
     }
   };
-  run(a, {Pass{&k, &k}}, positions, Direction::kForward, threads, row);
+  run(a, {Pass{&k, &k}}, positions, Direction::kForward, threads, row, "rerotate_keys");
 }
 
 }  // namespace posenc

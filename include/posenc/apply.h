@@ -34,18 +34,20 @@ struct RopeArgs {
   Positions positions;              // one per token
   Direction direction = Direction::kForward;
   const CosSinTable* table = nullptr;  // optional; must be built from the same Frequencies
-  int threads = 1;                     // 1: the calling thread only (no start-up cost)
+  int threads = 1;                     // [1, kMaxThreads] (threads.h); 1: the calling thread only
 };
 
 // Rotates q (and k) with `freqs` (its spec gives layout, rotary_dim and rotary_offset).
-// Throws Error naming the argument when shapes, strides, dtypes or positions do not fit.
-void apply_rope(const Frequencies& freqs, const RopeArgs& args);
+// Throws Error naming the argument when shapes, strides, dtypes, positions or threads do not fit.
+// Returns the threads that ran: at most args.threads, fewer when the call is too small to split.
+int apply_rope(const Frequencies& freqs, const RopeArgs& args);
 
 // Re-rotates cached keys from the angles of `from` to those of `to` in one pass:
 //   k <- R(theta_to) R(theta_from)^T k
 // so a dynamic method (or LongRoPE's short-to-long switch) can update a KV cache without
 // recomputing the keys. Both must share layout, rotary_dim and rotary_offset. Attention
-// factors are applied as the ratio to.attention_factor / from.attention_factor.
+// factors are applied as the ratio to.attention_factor / from.attention_factor. `threads` must be
+// in [1, kMaxThreads].
 void rerotate_keys(const Frequencies& from, const Frequencies& to, const TensorView& k,
                    const Positions& positions, int threads = 1);
 

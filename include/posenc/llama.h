@@ -163,7 +163,7 @@ struct SessionOptions {
   RopeSpec rope;                          // see Model::rope_spec
   Numerics numerics = Numerics::kPrecise;
   std::int64_t capacity = 0;              // positions the KV cache holds
-  int threads = 1;                        // threads of the matmuls and attention (pool, no start-up per call)
+  int threads = 1;                        // matmul and attention threads, [1, kMaxThreads] (pool, no start-up per call)
   std::int64_t step = 64;                 // frequency update interval of dynamic methods, in tokens
 };
 

@@ -36,7 +36,7 @@ struct PerplexityOptions {
   std::int64_t ctx = 512;
   std::int64_t max_tokens = 131072;
   std::int64_t stride = 0;  // 0: non-overlapping windows (§8); S > 0: sliding window, stride S
-  int threads = 1;
+  int threads = 1;          // [1, kMaxThreads] (threads.h)
   std::int64_t step = 64;   // Session step: frequency update interval of dynamic methods
   Numerics numerics = Numerics::kPrecise;
   // Called after each window with (windows done, windows in all).

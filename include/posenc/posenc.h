@@ -23,5 +23,6 @@
 #include "posenc/table.h"
 #include "posenc/targets.h"
 #include "posenc/tensor.h"
+#include "posenc/threads.h"
 #include "posenc/verify.h"
 #include "posenc/version.h"

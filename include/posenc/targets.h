@@ -23,7 +23,7 @@ std::vector<SimdTarget> simd_targets();
 // The name of the target the kernels dispatch to now.
 std::string active_simd_target();
 
-// Restricts dispatch to the named target. Throws Error naming the value and the supported
+// Restricts dispatch to the named target (any case: "avx2" is AVX2). Throws Error naming the value and the supported
 // targets when it is not compiled in or not supported by this CPU. "" restores the default.
 void force_simd_target(const std::string& name);
 

@@ -1,8 +1,11 @@
 // SIMD target listing and forcing (targets.h), on top of Highway's target mask.
 #include "posenc/targets.h"
 
+#include <cctype>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
+#include <string>
 
 #include <hwy/highway.h>
 #include <hwy/targets.h>
@@ -12,6 +15,17 @@
 
 namespace posenc {
 namespace {
+
+// POSENC_SIMD_TARGET=avx2 means AVX2: target names are matched without regard to case.
+bool same_name(const std::string& a, const char* b) {
+  const std::size_t n = std::strlen(b);
+  if (a.size() != n) return false;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (std::toupper(static_cast<unsigned char>(a[i])) != std::toupper(static_cast<unsigned char>(b[i]))) return false;
+  }
+  return true;
+}
+
 
 // Every compiled target bit, best first (Highway numbers better targets with lower bits).
 std::vector<std::int64_t> compiled_targets() {
@@ -37,7 +51,13 @@ void ensure_simd_target_from_env() {
   static std::once_flag once;
   std::call_once(once, [] {
     cpu_targets();
-    if (const char* name = std::getenv("POSENC_SIMD_TARGET"); name && *name) force_simd_target(name);
+    if (const char* name = std::getenv("POSENC_SIMD_TARGET"); name && *name) {
+      try {
+        force_simd_target(name);
+      } catch (const Error& e) {
+        throw Error(std::string("POSENC_SIMD_TARGET: ") + e.what());
+      }
+    }
   });
 }
 
@@ -68,14 +88,15 @@ void force_simd_target(const std::string& name) {
   std::string known;
   for (std::int64_t t : compiled_targets()) {
     if ((cpu & t) == 0) continue;
-    if (name == hwy::TargetName(t)) {
+    if (same_name(name, hwy::TargetName(t))) {
       hwy::SetSupportedTargetsForTest(t);
       hwy::GetChosenTarget().Update(hwy::SupportedTargets());
       return;
     }
     known += (known.empty() ? "" : ", ") + std::string(hwy::TargetName(t));
   }
-  throw Error("SIMD target (\"" + name + "\") is not one this build and CPU support (" + known + ")");
+  throw Error("SIMD target (\"" + name + "\") is not one this build and CPU support (" + known +
+              "; case does not matter)");
 }
 
 }  // namespace posenc

@@ -1,6 +1,11 @@
 #include "kernels/thread_pool.h"
 
 #include <algorithm>
+#include <string>
+#include <system_error>
+
+#include "posenc/error.h"
+#include "posenc/threads.h"
 
 namespace posenc::detail {
 namespace {
@@ -15,7 +20,12 @@ std::pair<std::int64_t, std::int64_t> chunk(std::int64_t tasks, int parts, int i
 
 ThreadPool& ThreadPool::shared(int threads) {
   static ThreadPool pool;
-  pool.grow(threads - 1);
+  try {
+    pool.grow(threads - 1);
+  } catch (const std::system_error& e) {
+    // The system refused a thread (EAGAIN: process or memory limits): say so, in posenc's terms.
+    throw Error("cannot start " + std::to_string(threads) + " threads: " + e.what());
+  }
   return pool;
 }
 
@@ -92,3 +102,9 @@ void ThreadPool::run(int threads, std::int64_t tasks,
 }
 
 }  // namespace posenc::detail
+
+namespace posenc {
+
+int hardware_threads() { return std::max(1, static_cast<int>(std::thread::hardware_concurrency())); }
+
+}  // namespace posenc

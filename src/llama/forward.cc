@@ -19,6 +19,7 @@
 #include "posenc/apply.h"
 #include "posenc/error.h"
 #include "posenc/llama.h"
+#include "posenc/threads.h"
 
 namespace posenc::llama {
 namespace {
@@ -188,7 +189,7 @@ Session::Session(const Model& model, SessionOptions options) : state_(std::make_
   if (s.opt.capacity > std::int64_t{1} << 30) {
     throw Error("session: capacity (" + std::to_string(s.opt.capacity) + ") must be at most 2^30 positions");
   }
-  if (s.opt.threads < 1) throw Error("session: threads (" + std::to_string(s.opt.threads) + ") must be at least 1");
+  check_threads(s.opt.threads, "session");
   if (s.opt.step < 1) throw Error("session: step (" + std::to_string(s.opt.step) + ") must be at least 1");
   if (s.opt.rope.head_dim != c.head_dim()) {
     throw Error("session: the RoPE spec's head_dim (" + std::to_string(s.opt.rope.head_dim) +

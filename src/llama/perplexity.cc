@@ -10,6 +10,7 @@
 
 #include "llama/kernels.h"
 #include "posenc/error.h"
+#include "posenc/threads.h"
 
 namespace posenc::llama {
 namespace {
@@ -44,6 +45,7 @@ std::vector<Window> windows_of(std::int64_t count, const PerplexityOptions& o) {
 
 PerplexityResult perplexity(const Model& model, const RopeSpec& rope, std::span<const std::int32_t> tokens,
                             const PerplexityOptions& o) {
+  check_threads(o.threads, "perplexity");
   if (o.ctx < 2) throw Error("perplexity: ctx (" + std::to_string(o.ctx) + ") must be at least 2");
   if (o.max_tokens < 0) throw Error("perplexity: max_tokens (" + std::to_string(o.max_tokens) + ") must not be negative");
   if (o.stride < 0 || o.stride > o.ctx - 1) {
