@@ -41,11 +41,24 @@ std::int32_t pick(const std::vector<float>& logits, double temperature, std::mt1
 void run_generate(const GenerateOptions& o) {
   if (o.tokens < 0) throw Error("--tokens (" + std::to_string(o.tokens) + ") must not be negative");
   if (!(o.temperature >= 0.0)) throw Error("--temperature (" + std::to_string(o.temperature) + ") must be >= 0");
-  const llama::Model model = llama::Model::load(o.model);
+  const llama::Model model = [&] {
+    try {
+      return llama::Model::load(o.model);
+    } catch (const Error& e) {
+      throw Error(std::string("--model: ") + e.what());
+    }
+  }();
   const llama::Tokenizer& tok = model.tokenizer();
   std::vector<std::int32_t> ids{tok.bos_id()};
   const std::vector<std::int32_t> prompt = tok.encode(o.prompt);
   ids.insert(ids.end(), prompt.begin(), prompt.end());
+  const std::int64_t positions = llama::max_capacity(model.config());
+  if (o.tokens > positions - static_cast<std::int64_t>(ids.size())) {
+    throw Error("--tokens (" + std::to_string(o.tokens) + ") must be at most " +
+                std::to_string(positions - static_cast<std::int64_t>(ids.size())) + ": this model's KV cache holds " +
+                std::to_string(positions) + " positions (" + std::to_string(llama::kMaxKvCacheBytes >> 30) +
+                " GiB) and BOS + the prompt take " + std::to_string(ids.size()));
+  }
   llama::Session session(model, {.rope = model.rope_spec(o.method, o.factor),
                                  .capacity = static_cast<std::int64_t>(ids.size()) + o.tokens,
                                  .threads = o.threads});
@@ -75,7 +88,8 @@ void add_generate(CLI::App& app) {
                   "default, with any RoPE scaling method. Prints the prompt and its continuation.");
   cmd->add_option("--model", o->model, "The model file (v1 format)")->required();
   cmd->add_option("--prompt", o->prompt, "The text to continue")->required();
-  cmd->add_option("--tokens", o->tokens, "Tokens to generate at most (stops early at BOS/EOS)")->capture_default_str();
+  cmd->add_option("--tokens", o->tokens, "Tokens to generate at most (stops early at BOS/EOS); at most the KV cache's positions (4 GiB of "
+                  "keys and values: 3355443 for stories260K) less BOS and the prompt")->capture_default_str();
   cmd->add_option("--temperature", o->temperature, "0: greedy; else sample from softmax(logits / T)")->capture_default_str();
   cmd->add_option("--seed", o->seed, "Seed of the sampler")->capture_default_str();
   cmd->add_option("--method", o->method, "RoPE scaling method (none, linear, ntk, yarn, yarn-paper, dynamic, "
