@@ -26,7 +26,8 @@ constexpr Kind kKinds[] = {
     {"similarity", "heatmap of PE(p) . PE(q) for every pair of positions (default 100 positions, d 128)", true},
     {"wavelengths", "wavelength per pair (log) for plain RoPE and each scaling method, L marked", false},
     {"yarn-ramp", "YaRN's interpolation weight: ramp over the pair index vs the paper's ramp over r = L/λ", false},
-    {"decay", "RoFormer §3.4.3 long-term decay bound vs relative distance, one curve per method", false},
+    {"decay", "RoFormer §3.4.3 long-term decay bound vs relative distance, one curve per method (models of at "
+              "most 2048 rotated pairs)", false},
     {"attention-factor", "attention factor vs scale factor s in [1, 64]: YaRN, DeepSeek, LongRoPE", false},
 };
 
@@ -119,7 +120,10 @@ void add_plot(CLI::App& app) {
   add_model_source_options(cmd, opts->model);
   cmd->add_option("-o,--output", opts->output, "The SVG file to write (\"-\": stdout)");
   cmd->add_option_function<std::int64_t>("--positions", [opts](const std::int64_t& v) { opts->positions = v; },
-                                         "sinusoidal, similarity: number of positions (default 50; 100 for similarity)");
+                                         "sinusoidal, similarity: number of positions (default 50; 100 for similarity); at most " +
+                                             std::to_string(figures::kMaxFigurePositions) + " (similarity: " +
+                                             std::to_string(figures::kMaxSimilarityPositions) + "), and positions x d-model at most " +
+                                             std::to_string(figures::kMaxFigureCells));
   cmd->add_option_function<std::int64_t>("--d-model", [opts](const std::int64_t& v) { opts->d_model = v; },
                                          "sinusoidal, similarity: encoding width, even (default 128)");
   cmd->add_option_function<double>("--base", [opts](const double& v) { opts->base = v; },

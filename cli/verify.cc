@@ -48,8 +48,9 @@ void add_verify(CLI::App& app) {
       "Measure each claim of the seed document about positional encodings (unique codes, distances, bounds, "
       "determinism, generalisation, wavelengths, the shift matrix T(Δ), attention and word order, RoPE's relative "
       "property, what each scaling method does to attention) and its open questions. Exits 1 if a claim fails.");
-  cmd->add_option("--d-model", opts->verify.d_model, "Width of the sinusoidal encoding")->capture_default_str();
-  cmd->add_option("--positions", opts->verify.positions, "Number of positions seen")->capture_default_str();
+  cmd->add_option("--d-model", opts->verify.d_model, "Width of the sinusoidal encoding (even, 4 to " + std::to_string(kMaxVerifyDModel) + ")")->capture_default_str();
+  cmd->add_option("--positions", opts->verify.positions, "Number of positions seen (2 to " + std::to_string(kMaxVerifyPositions) +
+                      "; positions x d-model at most " + std::to_string(kMaxVerifyCells) + ")")->capture_default_str();
   cmd->add_option("--seed", opts->verify.seed, "Seed of the random inputs")->capture_default_str();
   cmd->add_flag("--json", opts->json, "Print one JSON object instead of the lines");
   cmd->callback([opts] {
