@@ -68,7 +68,7 @@ void check_sinusoidal(const SinusoidalSpec& spec, std::int64_t positions) {
     throw Error("figure: positions (" + std::to_string(positions) + ") must be in [1, " +
                 std::to_string(kMaxFigurePositions) + "]");
   }
-  if (positions * spec.d_model > kMaxFigureCells) {
+  if (spec.d_model > kMaxFigureCells / positions) {  // positions * d_model, without overflow
     throw Error("figure: positions * d_model (" + std::to_string(positions) + " * " + std::to_string(spec.d_model) +
                 ") must not exceed " + std::to_string(kMaxFigureCells) + " cells");
   }

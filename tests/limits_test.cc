@@ -255,6 +255,13 @@ TEST(WorkLimits, SimilarityFigureCountsItsPositionsSquaredCells) {
               AllOf(HasSubstr("positions (4096)"), HasSubstr("at most 1000")));
 }
 
+TEST(WorkLimits, SinusoidalFigureCellsDoNotOverflow) {
+  // 4096 * 2^62 wraps int64 to 0: the check must not multiply.
+  const posenc::SinusoidalSpec spec{std::int64_t{1} << 62};
+  EXPECT_THAT(error_of([&] { posenc::figures::sinusoidal_figure(spec, 4096); }),
+              AllOf(HasSubstr("positions * d_model"), HasSubstr("1000000")));
+}
+
 posenc::RopeSpec wide_spec(std::int64_t head_dim) {
   posenc::RopeSpec s;
   s.head_dim = head_dim;
