@@ -84,13 +84,49 @@ struct Cell {
   llama::PerplexityResult result;
 };
 
-std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error("--text: " + path + " cannot be opened");
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+// Errors of a file option name the option: "--text: cannot read DIR: Is a directory".
+template <typename F>
+auto with_option(const char* option, F&& read) {
+  try {
+    return read();
+  } catch (const Error& e) {
+    throw Error(std::string(option) + ": " + e.what());
+  }
 }
 
 nlohmann::json number_or_null(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
+
+// "nan", "inf", "1.234": a perplexity that is not finite shows as such, not as "-" (and a NaN's
+// sign bit, which printf shows as "-nan", means nothing).
+std::string non_finite_text(double v) { return std::isnan(v) ? "nan" : v > 0 ? "inf" : "-inf"; }
+std::string perplexity_text(double p, int decimals = 3) {
+  return std::isfinite(p) ? fmt::format("{:.{}f}", p, decimals) : non_finite_text(p);
+}
+
+std::string non_finite_reason(const llama::PerplexityResult& r) {
+  return fmt::format("perplexity is {} (the summed negative log-likelihood of {} tokens is {}): the logits were not "
+                     "finite, e.g. float32 overflow from an extreme --attention-factor",
+                     non_finite_text(r.perplexity), r.tokens_scored, perplexity_text(r.nll_sum));
+}
+
+// Refuses, before any forward pass, a run that would score nothing: the numbers say why.
+void check_enough_tokens(const EvalOptions& o, const std::vector<std::int32_t>& tokens) {
+  const auto n = static_cast<std::int64_t>(tokens.size());
+  if (n == 0) throw Error("--text: " + o.text + " has no tokens (an empty text): nothing to score");
+  if (o.stride != 0) {
+    if (o.max_tokens < 1) throw Error("--max-tokens (" + std::to_string(o.max_tokens) + ") must be at least 1");
+    return;
+  }
+  const std::int64_t ctx = *std::max_element(o.ctx.begin(), o.ctx.end());
+  if (n < ctx) {
+    throw Error("--ctx " + std::to_string(ctx) + " needs " + std::to_string(ctx) + " tokens for one window, but the text (" +
+                o.text + ") has " + std::to_string(n) + " tokens");
+  }
+  if (o.max_tokens < ctx) {
+    throw Error("--max-tokens (" + std::to_string(o.max_tokens) + ") must be at least the largest --ctx (" +
+                std::to_string(ctx) + "): one window is ctx tokens");
+  }
+}
 
 std::string protocol_line(const EvalOptions& o, std::int64_t trained) {
   std::string s = o.stride == 0
@@ -144,17 +180,25 @@ void run_eval(const EvalOptions& o) {
     throw Error(fmt::format("--attention-factor ({}) must be positive", *o.attention_factor));
   }
   warn_oversubscribed("--threads", o.threads);
-  const llama::Model model = llama::Model::load(o.model);
+  const llama::Model model = with_option("--model", [&] { return llama::Model::load(o.model); });
   const std::int64_t trained = model.config().max_seq_len;
   for (const std::string& m : o.methods) model.rope_spec(m, 1.0);  // unknown names fail before any work
   refuse_unread(o, model);
+  for (std::int64_t c : o.ctx) {
+    if (c < 2) throw Error("--ctx (" + std::to_string(c) + ") must be at least 2");
+    if (c > llama::max_capacity(model.config())) {
+      throw Error("--ctx (" + std::to_string(c) + ") must be at most " + std::to_string(llama::max_capacity(model.config())) +
+                  " for this model (its KV cache is limited to " + std::to_string(llama::kMaxKvCacheBytes >> 30) + " GiB)");
+    }
+  }
 
-  const std::string text = read_text(o.text);
+  const std::string text = with_option("--text", [&] { return llama::read_text(o.text); });
   auto t0 = std::chrono::steady_clock::now();
   const std::vector<std::int32_t> tokens = model.tokenizer().encode(text);
   const double tokenize_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::cerr << fmt::format("eval: {} bytes -> {} tokens in {:.2f} s; {} threads\n", text.size(), tokens.size(),
                            tokenize_s, o.threads);
+  check_enough_tokens(o, tokens);
 
   const bool tty = isatty(STDERR_FILENO) != 0;
   std::vector<Cell> cells;
@@ -182,16 +226,11 @@ void run_eval(const EvalOptions& o) {
       const llama::PerplexityResult& r = cell.result;
       total_run += r.tokens_run;
       total_s += r.seconds;
-      std::cerr << fmt::format("{}eval: {:<12} ctx {:>5} s {:<6g} ppl {:>10.4f}  {} windows, {} tokens in {:.1f} s "
+      std::cerr << fmt::format("{}eval: {:<12} ctx {:>5} s {:<6g} ppl {:>10}  {} windows, {} tokens in {:.1f} s "
                                "({:.0f} tokens/s){}\n",
-                               tty ? "\r" : "", m, c, s, r.perplexity, r.windows, r.tokens_run, r.seconds,
+                               tty ? "\r" : "", m, c, s, perplexity_text(r.perplexity, 4), r.windows, r.tokens_run, r.seconds,
                                r.seconds > 0 ? static_cast<double>(r.tokens_run) / r.seconds : 0.0,
                                r.rerotations ? fmt::format(", {} cache re-rotations", r.rerotations) : "");
-      if (r.windows == 0) {
-        std::cerr << fmt::format("eval: warning: the text has {} tokens, fewer than one window of {} (or "
-                                 "--max-tokens {} is too small): no perplexity\n",
-                                 tokens.size(), c, o.max_tokens);
-      }
       cells.push_back(std::move(cell));
     }
   }
@@ -213,6 +252,7 @@ void run_eval(const EvalOptions& o) {
                          {"tokens_scored", r.tokens_scored},
                          {"nll", number_or_null(r.tokens_scored ? r.nll_sum / static_cast<double>(r.tokens_scored) : NAN)},
                          {"perplexity", number_or_null(r.perplexity)},
+                         {"reason", std::isfinite(r.perplexity) ? nlohmann::json(nullptr) : nlohmann::json(non_finite_reason(r))},
                          {"seconds", r.seconds},
                          {"tokens_per_second", r.seconds > 0 ? static_cast<double>(r.tokens_run) / r.seconds : 0.0},
                          {"rerotations", r.rerotations}});
@@ -235,19 +275,28 @@ void run_eval(const EvalOptions& o) {
                         {"results", results},
                         {"table", table}};
     std::cout << j.dump(2) << "\n";
-    return;
-  }
-  fmt::print("perplexity of {} on {} ({} tokens)\n{}\n\n", o.model, o.text, tokens.size(), protocol_line(o, trained));
-  fmt::print("{:<14}", "method");
-  for (std::int64_t c : o.ctx) fmt::print("{:>11}", c);
-  fmt::print("\n");
-  for (const std::string& m : o.methods) {
-    fmt::print("{:<14}", m);
-    for (const Cell& c : cells) {
-      if (c.method == m) fmt::print("{:>11}", std::isfinite(c.result.perplexity) ? fmt::format("{:.3f}", c.result.perplexity) : "-");
-    }
+  } else {
+    fmt::print("perplexity of {} on {} ({} tokens)\n{}\n\n", o.model, o.text, tokens.size(), protocol_line(o, trained));
+    fmt::print("{:<14}", "method");
+    for (std::int64_t c : o.ctx) fmt::print("{:>11}", c);
     fmt::print("\n");
+    for (const std::string& m : o.methods) {
+      fmt::print("{:<14}", m);
+      for (const Cell& c : cells) {
+        if (c.method == m) fmt::print("{:>11}", perplexity_text(c.result.perplexity));
+      }
+      fmt::print("\n");
+    }
   }
+  std::cout << std::flush;
+  std::string failed;
+  for (const Cell& c : cells) {
+    if (!std::isfinite(c.result.perplexity)) {
+      failed += fmt::format("{}  {} at ctx {} (s = {:g}): {}", failed.empty() ? "" : "\n", c.method, c.ctx, c.factor,
+                            non_finite_reason(c.result));
+    }
+  }
+  if (!failed.empty()) throw Error("eval: no finite perplexity for\n" + failed);
 }
 
 }  // namespace
@@ -264,7 +313,7 @@ void add_eval(CLI::App& app) {
   constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
   add_text(cmd, "--model", o->model, "The model file (v1 format)", "PATH")->required();
   add_text(cmd, "--text", o->text, "The text (UTF-8), tokenized whole, as it is", "PATH")->required();
-  add_integers(cmd, "--ctx", o->ctx, std::int64_t{2}, kMax, "Contexts, e.g. 512,1024,2048")->capture_default_str();
+  add_integers(cmd, "--ctx", o->ctx, std::int64_t{2}, kMax, "Contexts, e.g. 512,1024,2048; each at most the KV cache's positions (4 GiB: 3355443 for stories260K)")->capture_default_str();
   add_texts(cmd, "--method", o->methods, "Methods: none, linear, ntk, yarn, yarn-paper, dynamic, dynamic-yarn, llama3")
       ->capture_default_str();
   add_number(cmd, "--factor", o->factor,

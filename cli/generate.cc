@@ -52,7 +52,13 @@ void run_generate(const GenerateOptions& o) {
                 "is above 0, and only sampling draws random numbers");
   }
   warn_oversubscribed("--threads", o.threads);
-  const llama::Model model = llama::Model::load(o.model);
+  const llama::Model model = [&] {
+    try {
+      return llama::Model::load(o.model);
+    } catch (const Error& e) {
+      throw Error(std::string("--model: ") + e.what());
+    }
+  }();
   const RopeSpec rope = model.rope_spec(o.method, o.factor.value_or(1.0));
   // none has no factor; dynamic-yarn derives its own, max(1, seq_len / L).
   if (o.factor && (rope.method == Method::kNone || rope.method == Method::kDynamicYarn)) {
@@ -63,6 +69,13 @@ void run_generate(const GenerateOptions& o) {
   std::vector<std::int32_t> ids{tok.bos_id()};
   const std::vector<std::int32_t> prompt = tok.encode(o.prompt);
   ids.insert(ids.end(), prompt.begin(), prompt.end());
+  const std::int64_t positions = llama::max_capacity(model.config());
+  if (o.tokens > positions - static_cast<std::int64_t>(ids.size())) {
+    throw Error("--tokens (" + std::to_string(o.tokens) + ") must be at most " +
+                std::to_string(positions - static_cast<std::int64_t>(ids.size())) + ": this model's KV cache holds " +
+                std::to_string(positions) + " positions (" + std::to_string(llama::kMaxKvCacheBytes >> 30) +
+                " GiB) and BOS + the prompt take " + std::to_string(ids.size()));
+  }
   llama::Session session(model, {.rope = rope,
                                  .capacity = static_cast<std::int64_t>(ids.size()) + o.tokens,
                                  .threads = o.threads});
@@ -93,7 +106,8 @@ void add_generate(CLI::App& app) {
   add_text(cmd, "--model", o->model, "The model file (v1 format)", "PATH")->required();
   cmd->add_option("--prompt", o->prompt, "The text to continue")->required();
   add_integer(cmd, "--tokens", o->tokens, std::numeric_limits<std::int64_t>::min(),
-              std::numeric_limits<std::int64_t>::max(), "Tokens to generate at most (stops early at BOS/EOS)")
+              std::numeric_limits<std::int64_t>::max(), "Tokens to generate at most (stops early at BOS/EOS); at most the KV cache's positions (4 GiB of "
+              "keys and values: 3355443 for stories260K) less BOS and the prompt")
       ->capture_default_str();
   add_number(cmd, "--temperature", o->temperature, "0: greedy; else sample from softmax(logits / T)")
       ->capture_default_str();

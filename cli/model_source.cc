@@ -17,12 +17,15 @@
 namespace posenc::cli {
 namespace {
 
-// A .gguf name, or (whatever the name) a file that starts with the GGUF magic.
+// A .gguf name, or (whatever the name) a regular file that starts with the GGUF magic. Pipes
+// are not peeked at: what is read here would be missing when the loader opens them again.
 bool is_gguf(const std::string& path) {
   const std::filesystem::path p(path);
   std::string ext = p.extension().string();
   for (char& c : ext) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   if (ext == ".gguf") return true;
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(p, ec)) return false;
   char magic[4] = {};
   std::ifstream in(p, std::ios::binary);
   return in.read(magic, 4) && std::string_view(magic, 4) == "GGUF";

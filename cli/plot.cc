@@ -28,7 +28,8 @@ constexpr Kind kKinds[] = {
     {"similarity", "heatmap of PE(p) . PE(q) for every pair of positions (default 100 positions, d 128)", true},
     {"wavelengths", "wavelength per pair (log) for plain RoPE and each scaling method, L marked", false},
     {"yarn-ramp", "YaRN's interpolation weight: ramp over the pair index vs the paper's ramp over r = L/λ", false},
-    {"decay", "RoFormer §3.4.3 long-term decay bound vs relative distance, one curve per method", false},
+    {"decay", "RoFormer §3.4.3 long-term decay bound vs relative distance, one curve per method (models of at "
+              "most 2048 rotated pairs)", false},
     {"attention-factor", "attention factor vs scale factor s in [1, 64]: YaRN, DeepSeek, LongRoPE", false},
 };
 
@@ -119,7 +120,10 @@ void add_plot(CLI::App& app) {
   add_text(cmd, "-o,--output", opts->output, "The SVG file to write (\"-\": stdout)", "PATH");
   constexpr std::int64_t kMin = std::numeric_limits<std::int64_t>::min(), kMax = std::numeric_limits<std::int64_t>::max();
   add_integer(cmd, "--positions", opts->positions, kMin, kMax,
-              "sinusoidal, similarity: number of positions (default 50; 100 for similarity)");
+              "sinusoidal, similarity: number of positions (default 50; 100 for similarity); at most " +
+                  std::to_string(figures::kMaxFigurePositions) + " (similarity: " +
+                  std::to_string(figures::kMaxSimilarityPositions) + "), and positions x d-model at most " +
+                  std::to_string(figures::kMaxFigureCells));
   add_integer(cmd, "--d-model", opts->d_model, kMin, kMax, "sinusoidal, similarity: encoding width, even (default 128)");
   add_number(cmd, "--base", opts->base, "sinusoidal, similarity: frequency base (default 10000)");
   add_text(cmd, "--layout", opts->layout, "sinusoidal, similarity: interleaved (the paper) or concatenated");

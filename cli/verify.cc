@@ -51,8 +51,13 @@ void add_verify(CLI::App& app) {
       "determinism, generalisation, wavelengths, the shift matrix T(Δ), attention and word order, RoPE's relative "
       "property, what each scaling method does to attention) and its open questions. Exits 1 if a claim fails.");
   constexpr std::int64_t kMin = std::numeric_limits<std::int64_t>::min(), kMax = std::numeric_limits<std::int64_t>::max();
-  add_integer(cmd, "--d-model", opts->verify.d_model, kMin, kMax, "Width of the sinusoidal encoding")->capture_default_str();
-  add_integer(cmd, "--positions", opts->verify.positions, kMin, kMax, "Number of positions seen")->capture_default_str();
+  add_integer(cmd, "--d-model", opts->verify.d_model, kMin, kMax,
+              "Width of the sinusoidal encoding (even, 4 to " + std::to_string(kMaxVerifyDModel) + ")")
+      ->capture_default_str();
+  add_integer(cmd, "--positions", opts->verify.positions, kMin, kMax,
+              "Number of positions seen (2 to " + std::to_string(kMaxVerifyPositions) + "; positions x d-model at most " +
+                  std::to_string(kMaxVerifyCells) + ")")
+      ->capture_default_str();
   add_integer(cmd, "--seed", opts->verify.seed, std::uint64_t{0}, std::numeric_limits<std::uint64_t>::max(),
               "Seed of the random inputs")
       ->capture_default_str();

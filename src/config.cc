@@ -20,6 +20,7 @@
 #include <utility>
 
 #include "config_internal.h"
+#include "file_bytes.h"
 #include "format.h"
 #include "posenc/error.h"
 
@@ -527,19 +528,20 @@ ModelConfig parse_hf_config(std::string_view json_text, std::string_view source)
 }
 
 ModelConfig load_hf_config(const std::filesystem::path& path) {
-  const auto fail = [&path](int err) {
-    throw Error("cannot read " + path.string() + ": " + std::strerror(err));
-  };
-  errno = 0;
-  std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(std::fopen(path.c_str(), "rb"),
-                                                       &std::fclose);
-  if (!file) fail(errno);
-  std::string text;
-  char buffer[1 << 16];
-  std::size_t n = 0;
-  while ((n = std::fread(buffer, 1, sizeof buffer, file.get())) > 0) text.append(buffer, n);
-  if (std::ferror(file.get())) fail(errno);
-  return parse_hf_config(text, path.string());
+  const std::string name = path.string();
+  const detail::FileBytes file(path, {kMaxConfigBytes, true, "a config.json", [&name](std::span<const std::uint8_t> start) {
+    const std::string_view s(reinterpret_cast<const char*>(start.data()), start.size());
+    const auto first = s.find_first_not_of(" \t\r\n");
+    // Blank, or JSON that is not an object: the parser's messages say what it is.
+    if (first == std::string_view::npos || s[first] == '{' || s[first] == '[') return;
+    const std::string looks = detail::foreign_format(start);
+    char byte[8];
+    std::snprintf(byte, sizeof byte, "0x%02x", static_cast<unsigned char>(s[first]));
+    throw Error(name + ": not a config.json: a config.json is a JSON object, starting with '{', but " +
+                (looks.empty() ? "byte " + std::to_string(first) + " is " + byte : "this is " + looks));
+  }});
+  const auto bytes = file.bytes();
+  return parse_hf_config(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()), name);
 }
 
 }  // namespace posenc

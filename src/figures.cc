@@ -23,8 +23,6 @@ std::string num(double v) {
   return detail::num(v);
 }
 constexpr double kTwoPi = 2.0 * std::numbers::pi;
-constexpr std::int64_t kMaxFigurePositions = 4096;
-constexpr std::int64_t kMaxFigureCells = 1'000'000;  // keeps one heatmap under ~15 MB of SVG
 
 // One look per method, the same in every figure.
 struct Look {
@@ -70,9 +68,28 @@ void check_sinusoidal(const SinusoidalSpec& spec, std::int64_t positions) {
     throw Error("figure: positions (" + std::to_string(positions) + ") must be in [1, " +
                 std::to_string(kMaxFigurePositions) + "]");
   }
-  if (positions * spec.d_model > kMaxFigureCells) {
+  if (spec.d_model > kMaxFigureCells / positions) {  // positions * d_model, without overflow
     throw Error("figure: positions * d_model (" + std::to_string(positions) + " * " + std::to_string(spec.d_model) +
                 ") must not exceed " + std::to_string(kMaxFigureCells) + " cells");
+  }
+}
+
+// The similarity heatmap has positions x positions cells.
+void check_similarity(const SinusoidalSpec& spec, std::int64_t positions) {
+  check_sinusoidal(spec, positions);
+  if (positions > kMaxSimilarityPositions) {
+    throw Error("similarity figure: positions (" + std::to_string(positions) + ") must be at most " +
+                std::to_string(kMaxSimilarityPositions) + ": the heatmap has positions² cells, at most " +
+                std::to_string(kMaxFigureCells));
+  }
+}
+
+// The decay figure evaluates the bound at every sampled distance for every pair and method.
+void check_decay(const RopeSpec& model) {
+  if (pair_count(model) > kMaxDecayPairs) {
+    throw Error("decay figure: rotary_dim / 2 (" + std::to_string(pair_count(model)) + " pairs; head_dim " +
+                std::to_string(model.head_dim) + ", rotary_dim " + std::to_string(model.rotary_dim) +
+                ") must be at most " + std::to_string(kMaxDecayPairs) + " pairs");
   }
 }
 
@@ -185,7 +202,7 @@ std::string sinusoidal_figure(const SinusoidalSpec& spec, std::int64_t positions
 }
 
 std::string similarity_figure(const SinusoidalSpec& spec, std::int64_t positions) {
-  check_sinusoidal(spec, positions);
+  check_similarity(spec, positions);
   const std::vector<double> table = sinusoidal_table(spec, positions);
   const auto n = static_cast<std::size_t>(positions), d = static_cast<std::size_t>(spec.d_model);
   svg::Heatmap h;
@@ -335,6 +352,8 @@ std::string yarn_ramp_figure(const RopeSpec& model, std::string_view model_name)
 }
 
 std::string decay_figure(const RopeSpec& model, std::string_view model_name) {
+  validate(model);
+  check_decay(model);
   const Scenario sc = scenario_of(model);
   const auto variants = method_variants(model);
   // The bound oscillates from one distance to the next; what matters is its trend. Sample about

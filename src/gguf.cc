@@ -450,7 +450,9 @@ void read_header(Reader& r, GgufFile& f, std::uint64_t& n_tensors, std::uint64_t
   }
   const std::string_view magic(reinterpret_cast<const char*>(r.at(0)), 4);
   if (magic != "GGUF") {
-    r.fail_at(0, "magic (" + quote(magic) + ") is not \"GGUF\" (not a GGUF file)");
+    const std::string looks = detail::foreign_format(std::span(r.at(0), r.remaining()));
+    r.fail_at(0, "magic (" + quote(magic) + ") is not \"GGUF\" (not a GGUF file" +
+                     (looks.empty() ? "" : ": this is " + looks) + ")");
   }
   r.skip(4);
   f.version = r.u32("version");
@@ -627,7 +629,10 @@ GgufFile parse_gguf(std::span<const std::uint8_t> bytes, std::string_view source
 }
 
 GgufFile read_gguf(const std::filesystem::path& path) {
-  const detail::FileBytes file(path);
+  const std::string source = path.string();
+  const detail::FileBytes file(path, {kMaxStreamedGgufBytes, false, "a GGUF file", [&source](std::span<const std::uint8_t> start) {
+    if (start.size() >= 4 && std::memcmp(start.data(), "GGUF", 4) != 0) parse_gguf(start, source);  // throws: the magic
+  }});
   return parse_gguf(file.bytes(), path.string());
 }
 

@@ -303,8 +303,10 @@ Layout parse_layout(std::span<const std::byte> bytes, std::string_view name) {
   constexpr std::size_t kPreamble = kMagic.size() + kVersionBytes;
   const std::string_view head(reinterpret_cast<const char*>(bytes.data()), std::min(bytes.size(), kMagic.size()));
   if (head != kMagic) {
+    const std::string looks = detail::foreign_format(
+        std::span(reinterpret_cast<const std::uint8_t*>(bytes.data()), std::min<std::size_t>(bytes.size(), detail::kStartBytes)));
     throw Error(n + ": not a .npy file: it does not start with the magic \\x93NUMPY (found '" + quote(head) +
-                "', " + std::to_string(bytes.size()) + " bytes in all)");
+                "', " + std::to_string(bytes.size()) + " bytes in all)" + (looks.empty() ? "" : "; this is " + looks));
   }
   if (bytes.size() < kPreamble + 2) {
     throw Error(n + ": truncated .npy file: " + std::to_string(bytes.size()) +
@@ -391,7 +393,12 @@ NpyArray parse_npy(std::span<const std::byte> bytes, std::string_view name) {
 
 NpyArray read_npy(const std::filesystem::path& path) {
   // mmap for regular files (read() for pipes): the data is copied once, out of the mapping.
-  const detail::FileBytes file(path);
+  const std::string name = path.string();
+  const detail::FileBytes file(path, {kMaxStreamedNpyBytes, false, "a .npy file", [&name](std::span<const std::uint8_t> start) {
+    if (start.size() >= kMagic.size() && std::memcmp(start.data(), kMagic.data(), kMagic.size()) != 0) {
+      parse_npy(std::as_bytes(start), name);  // throws: the magic
+    }
+  }});
   return parse_npy(std::as_bytes(file.bytes()), path.string());
 }
 

@@ -231,6 +231,11 @@ std::string html_report(const ReportOptions& o) {
   };
   const RopeSpec& spec = o.config.spec;
   validate(spec);
+  if (pair_count(spec) > figures::kMaxDecayPairs) {  // before any work: the decay figure would refuse it
+    throw Error("report: rotary_dim / 2 (" + std::to_string(pair_count(spec)) + " pairs; head_dim " +
+                std::to_string(spec.head_dim) + ", rotary_dim " + std::to_string(spec.rotary_dim) +
+                ") must be at most " + std::to_string(figures::kMaxDecayPairs) + " pairs, the decay figure's limit");
+  }
   const Frequencies f = compute_frequencies(spec, Numerics::kPrecise);
   const figures::Scenario sc = figures::scenario_of(spec);
 

@@ -435,14 +435,18 @@ class Verifier {
 }  // namespace
 
 std::vector<ClaimResult> verify_claims(const VerifyOptions& options) {
-  if (options.d_model < 4 || options.d_model % 2 != 0) {
-    throw Error("verify: d_model (" + std::to_string(options.d_model) + ") must be an even number >= 4");
+  if (options.d_model < 4 || options.d_model % 2 != 0 || options.d_model > kMaxVerifyDModel) {
+    throw Error("verify: d_model (" + std::to_string(options.d_model) + ") must be an even number in [4, " +
+                std::to_string(kMaxVerifyDModel) + "]");
   }
-  if (options.positions < 2) {
-    throw Error("verify: positions (" + std::to_string(options.positions) + ") must be at least 2");
+  if (options.positions < 2 || options.positions > kMaxVerifyPositions) {
+    throw Error("verify: positions (" + std::to_string(options.positions) + ") must be in [2, " +
+                std::to_string(kMaxVerifyPositions) + "] (the pairwise checks grow as positions²)");
   }
-  if (options.positions > 100000) {
-    throw Error("verify: positions (" + std::to_string(options.positions) + ") must be at most 100000 (the pairwise checks are quadratic)");
+  if (options.positions * options.d_model > kMaxVerifyCells) {
+    throw Error("verify: positions * d_model (" + std::to_string(options.positions) + " * " +
+                std::to_string(options.d_model) + ") must be at most " + std::to_string(kMaxVerifyCells) +
+                " (the pairwise checks grow as positions² * d_model)");
   }
   return Verifier(options).run();
 }

@@ -21,6 +21,7 @@
 // method reads are warnings; top-level keys that do not affect RoPE are listed in ignored_keys.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <map>
 #include <string>
@@ -44,7 +45,13 @@ struct ModelConfig {
 // JSON (with line and column), wrong types, invalid values and missing required keys.
 ModelConfig parse_hf_config(std::string_view json_text, std::string_view source = "config.json");
 
-// Reads and parses a file; throws Error when it cannot be read.
+// The largest config.json load_hf_config reads: real ones are a few KiB (the largest in
+// ../shared/testdata, with per-layer lists, under 100 KiB); the cap keeps /dev/zero or a wrong
+// multi-GiB file from being read whole.
+inline constexpr std::uint64_t kMaxConfigBytes = std::uint64_t{64} << 20;
+
+// Reads and parses a file; throws Error when it cannot be read, is larger than kMaxConfigBytes
+// or does not start with '{' (checked on the first bytes, before the rest is read).
 ModelConfig load_hf_config(const std::filesystem::path& path);
 
 }  // namespace posenc

@@ -42,6 +42,18 @@ inline constexpr std::string_view kAttentionFactorTitle = "Attention factor vs s
 // The scale factor the RoPE figures use for a model without scaling (Llama 3.1's factor).
 inline constexpr double kDefaultFigureFactor = 8.0;
 
+// Limits on the figures' sizes and work (Release build, one core).
+// A heatmap has at most kMaxFigureCells cells: about 11 bytes of SVG a cell, so 11 MB.
+inline constexpr std::int64_t kMaxFigurePositions = 4096;
+inline constexpr std::int64_t kMaxFigureCells = 1'000'000;
+// similarity_figure draws positions x positions cells: sqrt(kMaxFigureCells). At 1000
+// positions: 11 MB of SVG, 0.8 s (2.3 s at d_model 1000).
+inline constexpr std::int64_t kMaxSimilarityPositions = 1000;
+// decay_figure costs pairs x 4000 distances x 8 methods complex exponentials: 2048 pairs
+// (head_dim 4096) take 2.2 s, 4096 pairs 4.3 s, the 32768 of head_dim 65536 about 20 s (Release,
+// one core). Real models rotate at most 256 pairs.
+inline constexpr std::int64_t kMaxDecayPairs = 2048;
+
 struct Scenario {
   double factor = 1.0;                  // s: the model's factor, or kDefaultFigureFactor
   std::int64_t original_context = 0;    // L: original_max_position_embeddings, else L', else 4096
@@ -68,12 +80,14 @@ std::vector<MethodVariant> method_variants(const RopeSpec& model);
 // S_j = sum_{k<j} exp(i delta w_k). Equal to (n + 1) / 2 at delta = 0.
 double relative_upper_bound(std::span<const double> inv_freq, double delta);
 
-// Throws Error naming the field when spec is invalid, positions is outside [1, 4096] or
-// positions * d_model exceeds 10^6 cells.
+// Throws Error naming the field when spec is invalid, positions is outside
+// [1, kMaxFigurePositions], positions * d_model exceeds kMaxFigureCells or (similarity)
+// positions exceeds kMaxSimilarityPositions.
 std::string sinusoidal_figure(const SinusoidalSpec& spec, std::int64_t positions);
 std::string similarity_figure(const SinusoidalSpec& spec, std::int64_t positions);
 
-// `model_name` appears in the title ("" leaves it out). Throw Error when the spec is invalid.
+// `model_name` appears in the title ("" leaves it out). Throw Error when the spec is invalid,
+// and decay_figure when the model has more than kMaxDecayPairs rotated pairs.
 std::string wavelength_figure(const RopeSpec& model, std::string_view model_name = {});
 std::string yarn_ramp_figure(const RopeSpec& model, std::string_view model_name = {});
 std::string decay_figure(const RopeSpec& model, std::string_view model_name = {});

@@ -137,7 +137,13 @@ struct GgufFile {
 // on anything malformed (see the top of this file); never reads outside `bytes`.
 GgufFile parse_gguf(std::span<const std::uint8_t> bytes, std::string_view source = "model.gguf");
 
-// Maps the file read-only and parses it; throws Error when it cannot be read.
+// The most read_gguf copies into memory from a pipe or device (a regular file is mapped at any
+// size): the parser needs the whole file to check the tensor data, and 4 GiB holds every
+// model a pipe is sensibly fed with, while /dev/zero or a runaway pipe stops there.
+inline constexpr std::uint64_t kMaxStreamedGgufBytes = std::uint64_t{4} << 30;
+
+// Maps the file read-only and parses it; throws Error when it cannot be read, does not start
+// with the magic (checked on the first bytes) or is a pipe of more than kMaxStreamedGgufBytes.
 GgufFile read_gguf(const std::filesystem::path& path);
 
 // A GGUF file seen as a Hugging Face config (so every command treats both alike), plus what

@@ -47,6 +47,11 @@
 
 namespace posenc::llama {
 
+// The largest v1 model file Model::load reads: the file is read whole and its matrices copied
+// once more to transpose them, so the peak is twice this. 8 GiB is 2^31 float32 parameters,
+// 19x the largest tinyllamas checkpoint (stories110M, 438 MB).
+inline constexpr std::uint64_t kMaxModelBytes = std::uint64_t{8} << 30;
+
 // RMSNorm epsilon of Llama 2 (llama2.c `rmsnorm`, Hugging Face `rms_norm_eps` 1e-5).
 inline constexpr float kRmsNormEps = 1e-5f;
 
@@ -134,9 +139,11 @@ struct Weights {
 class Model {
  public:
   // Reads and checks a v1 file. Throws Error naming the file, the byte offset and the field for
-  // a wrong version, a model type other than "llama", sizes that do not fit together (hidden
-  // size not divisible by the heads, heads not by the key/value heads, an odd head dim), a
-  // vocabulary that runs past the end of the file, or weights that do not end exactly at it.
+  // a file that cannot be read or is larger than kMaxModelBytes, a wrong version (saying what
+  // the file is instead when it is a GGUF, .npy or JSON file; checked on the first bytes), a
+  // model type other than "llama", sizes that do not fit together (hidden size not divisible by
+  // the heads, heads not by the key/value heads, an odd head dim), a vocabulary that runs past
+  // the end of the file, or weights that do not end exactly at it.
   static Model load(const std::string& path);
 
   // The same from bytes already in memory; `name` is used in messages.
@@ -159,6 +166,19 @@ class Model {
   Weights weights_;
 };
 
+// A Session's KV cache (float32 keys and values of every layer) is at most this large: 4 GiB is
+// 3,355,443 positions of stories260K, 6500 times its trained context, and keeps a mistyped
+// --tokens or --ctx an error instead of bad_alloc.
+inline constexpr std::uint64_t kMaxKvCacheBytes = std::uint64_t{4} << 30;
+// And at most this many positions whatever the model (positions are int32 in the kernels).
+inline constexpr std::int64_t kMaxSessionPositions = std::int64_t{1} << 30;
+
+// Bytes of KV cache one position takes: 2 (keys, values) * layers * kv_dim * 4.
+std::int64_t kv_cache_bytes_per_position(const Config& config);
+// The largest SessionOptions::capacity for this model: min(kMaxSessionPositions,
+// kMaxKvCacheBytes / kv_cache_bytes_per_position).
+std::int64_t max_capacity(const Config& config);
+
 struct SessionOptions {
   RopeSpec rope;                          // see Model::rope_spec
   Numerics numerics = Numerics::kPrecise;
@@ -170,7 +190,8 @@ struct SessionOptions {
 // One sequence: the KV cache, the frequencies its keys are rotated with, scratch buffers.
 class Session {
  public:
-  // Throws Error when the spec does not fit the model (head_dim) or capacity < 1.
+  // Throws Error when the spec does not fit the model (head_dim) or capacity is outside
+  // [1, max_capacity(model.config())].
   Session(const Model& model, SessionOptions options);
   ~Session();
   Session(Session&&) noexcept;

@@ -44,7 +44,12 @@ std::size_t npy_item_size(std::string_view descr);
 // Example: parse_npy(bytes, "q.npy").shape == {8, 4, 64}.
 NpyArray parse_npy(std::span<const std::byte> bytes, std::string_view name);
 
-// Reads and parses a file; throws Error naming the path when it cannot be read.
+// The most read_npy copies from a pipe or device (a regular file is mapped, its data copied
+// once): 4 GiB is four times a bf16 [131072 tokens, 32 heads, 128] q tensor.
+inline constexpr std::uint64_t kMaxStreamedNpyBytes = std::uint64_t{4} << 30;
+
+// Reads and parses a file; throws Error naming the path when it cannot be read, does not start
+// with the .npy magic (checked on the first bytes) or is a pipe of more than kMaxStreamedNpyBytes.
 NpyArray read_npy(const std::filesystem::path& path);
 
 // Writes a version 1.0 file as numpy.save does, byte for byte: header padded with spaces (plus

@@ -35,7 +35,8 @@ struct ReportOptions {
   std::function<void(std::string_view)> progress;
 };
 
-// The HTML page. Throws Error when the model's spec is invalid.
+// The HTML page. Throws Error when the model's spec is invalid, has more than
+// figures::kMaxDecayPairs rotated pairs, or options.verify is outside verify_claims' limits.
 std::string html_report(const ReportOptions& options);
 
 }  // namespace posenc

@@ -180,14 +180,23 @@ void Session::State::step(std::span<const std::int32_t> tokens, float* logits, s
   }
 }
 
+std::int64_t kv_cache_bytes_per_position(const Config& c) { return 2 * c.layers * c.kv_dim() * 4; }
+
+std::int64_t max_capacity(const Config& c) {
+  return std::min(kMaxSessionPositions, static_cast<std::int64_t>(kMaxKvCacheBytes) / kv_cache_bytes_per_position(c));
+}
+
 Session::Session(const Model& model, SessionOptions options) : state_(std::make_unique<State>()) {
   State& s = *state_;
   const Config& c = model.config();
   s.model = &model;
   s.opt = std::move(options);
   if (s.opt.capacity < 1) throw Error("session: capacity (" + std::to_string(s.opt.capacity) + ") must be at least 1");
-  if (s.opt.capacity > std::int64_t{1} << 30) {
-    throw Error("session: capacity (" + std::to_string(s.opt.capacity) + ") must be at most 2^30 positions");
+  if (s.opt.capacity > max_capacity(c)) {
+    throw Error("session: capacity (" + std::to_string(s.opt.capacity) + ") must be at most " +
+                std::to_string(max_capacity(c)) + " positions: the KV cache takes " +
+                std::to_string(kv_cache_bytes_per_position(c)) + " bytes a position and is limited to " +
+                std::to_string(kMaxKvCacheBytes >> 30) + " GiB (kMaxKvCacheBytes)");
   }
   check_threads(s.opt.threads, "session");
   if (s.opt.step < 1) throw Error("session: step (" + std::to_string(s.opt.step) + ") must be at least 1");

@@ -1,12 +1,13 @@
 // Loading a llama2.ts "v1" model file (../shared/models/stories260K/README.md), checked field by
 // field: every error names the file, the byte offset and what was expected.
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstring>
-#include <fstream>
-#include <iterator>
 #include <string>
 
+#include "file_bytes.h"
+#include "format.h"
 #include "posenc/error.h"
 #include "posenc/llama.h"
 
@@ -77,6 +78,16 @@ class Reader {
   std::int64_t offset_ = 0;
 };
 
+// Byte 0: what eval and generate read, and what the file is instead when it is not.
+void check_version(const Reader& r, std::span<const unsigned char> start) {
+  if (start.empty() || start[0] == kFormatVersion) return;
+  const std::string looks = posenc::detail::foreign_format(start.first(std::min(start.size(), posenc::detail::kStartBytes)));
+  r.fail(0, "format version (" + std::to_string(start[0]) + ") must be " + std::to_string(kFormatVersion) + ": " +
+                (looks.empty() ? "this is not" : "this is " + looks + ", not") +
+                " a llama2.c / llama2.ts v1 model file, the format eval and generate read (as "
+                "../shared/models/stories260K/tinystories_260k_v1.bin)");
+}
+
 // [count, rows, cols] row-major -> [count, cols, rows]: the forward pass reads W^T.
 std::vector<float> transpose(const std::vector<float>& w, std::int64_t count, std::int64_t rows, std::int64_t cols) {
   std::vector<float> t(w.size());
@@ -93,11 +104,11 @@ std::vector<float> transpose(const std::vector<float>& w, std::int64_t count, st
 }  // namespace
 
 Model Model::load(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error("model file " + path + ": cannot be opened");
-  const std::vector<unsigned char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) throw Error("model file " + path + ": read error");
-  return parse(bytes, path);
+  const posenc::detail::FileBytes file(path, {kMaxModelBytes, true, "a llama2.ts v1 model file",
+                                              [&path](std::span<const std::uint8_t> start) {
+                                                check_version(Reader(start, path), start);
+                                              }});
+  return parse(file.bytes(), path);
 }
 
 Model Model::parse(std::span<const unsigned char> bytes, const std::string& name) {
@@ -105,10 +116,8 @@ Model Model::parse(std::span<const unsigned char> bytes, const std::string& name
   Model m;
   Config& c = m.config_;
 
-  const std::uint8_t version = r.u8("format version");
-  if (version != kFormatVersion) {
-    r.fail(0, "format version (" + std::to_string(version) + ") must be " + std::to_string(kFormatVersion));
-  }
+  check_version(r, bytes);
+  r.u8("format version");
   const std::int32_t type_length = r.i32("model type length");
   if (type_length < 1 || type_length > kMaxModelTypeLength) {
     r.fail(1, "model type length (" + std::to_string(type_length) + ") must be in [1, " +
@@ -149,8 +158,28 @@ Model Model::parse(std::span<const unsigned char> bytes, const std::string& name
     if (r.u8("header padding") != 0) r.fail(i, "header padding must be zero up to byte 256");
   }
 
-  std::vector<std::string> pieces(static_cast<std::size_t>(c.vocab_size));
-  std::vector<float> scores(pieces.size());
+  const std::int64_t H = c.dim, I = c.hidden_dim, V = c.vocab_size, L = c.layers, KV = c.kv_dim();
+  // In double first: with every dimension up to 2^20, L * I * H alone reaches 2^60 and the sum
+  // would overflow int64; past the cap no file can match it.
+  const auto weight_bytes = [&](auto x) {
+    using T = decltype(x);
+    const T h = static_cast<T>(H), i = static_cast<T>(I), v = static_cast<T>(V), l = static_cast<T>(L), kv = static_cast<T>(KV);
+    return T{4} * (v * h + l * h + l * h * h + T{2} * l * kv * h + l * h * h + l * h + T{3} * l * i * h + h +
+                   (c.tied_output ? T{0} : v * h));
+  };
+  const double expected_estimate = weight_bytes(0.0);
+  if (expected_estimate > static_cast<double>(kMaxModelBytes)) {
+    r.fail(kVocabularyOffset, "the weights of this configuration (dim " + std::to_string(H) + ", hidden " +
+                                  std::to_string(I) + ", " + std::to_string(L) + " layers, vocabulary " +
+                                  std::to_string(V) + ") take about " + posenc::detail::num(expected_estimate) +
+                                  " bytes, more than " + posenc::detail::size_text(kMaxModelBytes) +
+                                  ", the limit for a model file (kMaxModelBytes)");
+  }
+  // Each piece takes at least 8 bytes: reserve no more than the file can hold.
+  std::vector<std::string> pieces;
+  std::vector<float> scores;
+  pieces.reserve(static_cast<std::size_t>(std::min(c.vocab_size, (r.size() - r.offset()) / 8)));
+  scores.reserve(pieces.capacity());
   for (std::int64_t i = 0; i < c.vocab_size; ++i) {
     const std::string field = "vocabulary piece " + std::to_string(i) + " of " + std::to_string(c.vocab_size);
     const std::int64_t at = r.offset();
@@ -158,15 +187,13 @@ Model Model::parse(std::span<const unsigned char> bytes, const std::string& name
     if (!std::isfinite(score)) r.fail(at, field + ": score (" + std::to_string(score) + ") must be finite");
     const std::int32_t length = r.i32(field + ": length");
     if (length < 0) r.fail(at + 4, field + ": length (" + std::to_string(length) + ") must not be negative");
-    pieces[static_cast<std::size_t>(i)] = r.bytes(length, field + ": text");
-    scores[static_cast<std::size_t>(i)] = score;
+    pieces.push_back(r.bytes(length, field + ": text"));
+    scores.push_back(score);
   }
   m.tokenizer_ = std::make_shared<const Tokenizer>(std::move(pieces), std::move(scores));
 
-  const std::int64_t H = c.dim, I = c.hidden_dim, V = c.vocab_size, L = c.layers, KV = c.kv_dim();
-  const std::int64_t expected =
-      4 * (V * H + L * H + L * H * H + 2 * L * KV * H + L * H * H + L * H + 3 * L * I * H + H + (c.tied_output ? 0 : V * H));
   const std::int64_t left = r.size() - r.offset();
+  const std::int64_t expected = weight_bytes(std::int64_t{0});
   if (left != expected) {
     r.fail(r.offset(), "the weights of this configuration (dim " + std::to_string(H) + ", hidden " + std::to_string(I) +
                            ", " + std::to_string(L) + " layers, " + std::to_string(c.heads) + "/" +

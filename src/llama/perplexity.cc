@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "file_bytes.h"
 #include "llama/kernels.h"
 #include "posenc/error.h"
 #include "posenc/threads.h"
@@ -43,10 +44,26 @@ std::vector<Window> windows_of(std::int64_t count, const PerplexityOptions& o) {
 
 }  // namespace
 
+std::string read_text(const std::filesystem::path& path) {
+  const std::string name = path.string();
+  const posenc::detail::FileBytes file(path, {kMaxTextBytes, true, "a text", [&name](std::span<const std::uint8_t> start) {
+    const std::string looks = posenc::detail::foreign_format(start);
+    if (!looks.empty() && !looks.starts_with("JSON")) {
+      throw Error("cannot read " + name + ": this is " + looks + ", not a text");
+    }
+  }});
+  const auto bytes = file.bytes();
+  return std::string(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+}
+
 PerplexityResult perplexity(const Model& model, const RopeSpec& rope, std::span<const std::int32_t> tokens,
                             const PerplexityOptions& o) {
   check_threads(o.threads, "perplexity");
   if (o.ctx < 2) throw Error("perplexity: ctx (" + std::to_string(o.ctx) + ") must be at least 2");
+  if (o.ctx > max_capacity(model.config())) {
+    throw Error("perplexity: ctx (" + std::to_string(o.ctx) + ") must be at most " +
+                std::to_string(max_capacity(model.config())) + ", the KV cache's limit for this model (kMaxKvCacheBytes)");
+  }
   if (o.max_tokens < 0) throw Error("perplexity: max_tokens (" + std::to_string(o.max_tokens) + ") must not be negative");
   if (o.stride < 0 || o.stride > o.ctx - 1) {
     throw Error("perplexity: stride (" + std::to_string(o.stride) + ") must be in [0, ctx - 1] (ctx " +
