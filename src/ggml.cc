@@ -220,7 +220,10 @@ GgmlRopeParams ggml_params_from_spec(const RopeSpec& spec, std::int64_t seq_len)
       } else {
         af = mscale_f32(factor, 1.0f);
       }
-      p.attn_factor = af * (1.0f / (1.0f + 0.1f * std::log(factor)));
+      // rope_yarn multiplies 1 + 0.1 ln(1/freq_scale) back only while ext_factor != 0, and
+      // llama-context.cpp divides it out under the same condition; with extrapolation_factor 0
+      // the attention factor goes to ggml as it is.
+      p.attn_factor = p.ext_factor != 0.0f ? af * (1.0f / (1.0f + 0.1f * std::log(factor))) : af;
       break;
     }
     case Method::kLlama3: p.freq_factors = llama3_rope_freqs(spec); break;

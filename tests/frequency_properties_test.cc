@@ -335,3 +335,24 @@ TEST(FrequencyPropertiesTest, YarnPaperRampDiffersButAgreesAtTheEnds) {
 }
 
 }  // namespace
+
+namespace {
+
+// The ggml rendering of a yarn spec carries the spec's attention factor whether or not the ramp
+// is on: ggml multiplies 1 + 0.1 ln s back only while ext_factor != 0, so the host-side division
+// must follow the same condition (it did not: extrapolation_factor 0 lost 1 + 0.1 ln 16).
+TEST(FrequencyPropertiesTest, GgmlYarnKeepsTheAttentionFactorWithoutTheRamp) {
+  for (double ext : {0.0, 0.5, 1.0}) {
+    posenc::RopeSpec s;
+    s.method = posenc::Method::kYarn;
+    s.head_dim = s.rotary_dim = 128;
+    s.factor = 16;
+    s.original_max_position_embeddings = 4096;
+    s.yarn.extrapolation_factor = ext;
+    const double want = posenc::compute_frequencies(s, posenc::Numerics::kPrecise).attention_factor;
+    const double got = posenc::compute_frequencies(s, posenc::Numerics::kGgml).attention_factor;
+    EXPECT_NEAR(got, want, 4e-7 * want) << "extrapolation_factor " << ext;  // float32 arithmetic
+  }
+}
+
+}  // namespace
