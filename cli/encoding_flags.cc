@@ -30,7 +30,7 @@ std::string shown(const CLI::Option* o) {
 
 bool given(const CLI::Option* o) { return o != nullptr && o->count() > 0; }
 
-// Whether `method` reads the parameter behind `flag` (DESIGN.md §3): a flag it does not read is
+// Whether `method` reads the parameter behind `flag` (docs/design.md §3): a flag it does not read is
 // an error, never silently dropped (a user who passes --factor expects some scaling).
 bool method_reads(const RopeSpec& spec, std::string_view flag) {
   const Method m = spec.method;

@@ -1,5 +1,5 @@
 // cli/encoding_flags.h: a RoPE given on the command line, in one of two vocabularies:
-//   - a RopeSpec: a model (config.json, --config, --preset) and/or one flag per DESIGN.md §3
+//   - a RopeSpec: a model (config.json, --config, --preset) and/or one flag per docs/design.md §3
 //     parameter (--rope-type, --rope-theta, --factor, ...), flags overriding the model's values;
 //   - ggml_rope_ext's own parameters (--n-dims, --mode, --freq-base, ...), so that a llama.cpp
 //     call can be reproduced exactly.

@@ -1,5 +1,5 @@
 // `posenc eval --model M --text T`: perplexity of a Llama model over a text for every (RoPE
-// scaling method, context), by the protocol of posenc/perplexity.h (docs/DESIGN.md §8).
+// scaling method, context), by the protocol of posenc/perplexity.h (docs/design.md §8).
 #include <unistd.h>
 
 #include <algorithm>
@@ -307,7 +307,7 @@ void add_eval(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "eval",
       "Perplexity of a Llama model file (llama2.ts v1 format, e.g. stories260K) over a text, for every RoPE scaling "
-      "method and context: docs/DESIGN.md §8 (non-overlapping windows, first token BOS, second half scored), or a "
+      "method and context: docs/design.md §8 (non-overlapping windows, first token BOS, second half scored), or a "
       "sliding window with --stride. The factor is s = max(1, ctx / trained context) unless --factor is given. "
       "Progress on stderr; a table (or --json) on stdout; -o writes perplexity against context as SVG.");
   constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();

@@ -1,4 +1,4 @@
-// Hugging Face config.json -> RopeSpec (config.h; DESIGN.md §2 and §6): the JSON text, the top
+// Hugging Face config.json -> RopeSpec (config.h; docs/design.md §2 and §6): the JSON text, the top
 // level and the model families. One RoPE dict is read by config_rope.cc.
 //
 // Reference semantics: transformers' modeling_rope_utils.py and configuration_utils.py (v4

@@ -1,4 +1,4 @@
-// The scaling methods of DESIGN.md §3, one function each, registered by rope_type name.
+// The scaling methods of docs/design.md §3, one function each, registered by rope_type name.
 //
 // Each function is written once over an arithmetic type T and mirrors Hugging Face
 // transformers' modeling_rope_utils.py operation by operation:

@@ -1,4 +1,4 @@
-// RopeSpec: method names and validation (DESIGN.md §3 and §6).
+// RopeSpec: method names and validation (docs/design.md §3 and §6).
 #include "posenc/spec.h"
 
 #include <algorithm>
@@ -32,7 +32,7 @@ constexpr std::array<std::pair<Method, std::string_view>, 9> kMethodNames = {{
 
 bool finite_positive(double v) { return std::isfinite(v) && v > 0; }
 
-// The hf and ggml numerics round every parameter to float32 (DESIGN.md §4). A double rounds to a
+// The hf and ggml numerics round every parameter to float32 (docs/design.md §4). A double rounds to a
 // finite float below 2^128 - 2^103 (FLT_MAX plus half its ulp; the tie goes to the even 2^128).
 constexpr double kFloat32Overflow = 0x1p128 - 0x1p103;
 constexpr double kFloat32Min = 0x1p-126;  // FLT_MIN: a smaller divisor makes 1/x overflow

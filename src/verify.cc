@@ -1,4 +1,4 @@
-// verify_claims: every claim of the seed document (DESIGN.md §7) as a measurement.
+// verify_claims: every claim of the seed document (docs/design.md §7) as a measurement.
 #include "posenc/verify.h"
 
 #include <algorithm>

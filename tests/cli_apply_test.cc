@@ -1,5 +1,5 @@
 // End-to-end tests of `posenc apply` and `posenc targets`: tensors written as .npy, rotated by
-// the tool, read back and compared with a float64 rotation written here from DESIGN.md §5
+// the tool, read back and compared with a float64 rotation written here from docs/design.md §5
 // (sharing no code with src/), on every SIMD target this machine supports.
 #include <sys/wait.h>
 
@@ -145,7 +145,7 @@ void save_positions(const std::string& file, const std::vector<T>& p) {
   posenc::write_npy(path(file), sizeof(T) == 4 ? "<i4" : "<i8", shape, std::as_bytes(std::span(p)));
 }
 
-// The rotation of DESIGN.md §5 in float64.
+// The rotation of docs/design.md §5 in float64.
 struct Rotation {
   std::vector<double> inv_freq;  // one per pair
   bool interleaved = false;

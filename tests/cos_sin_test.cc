@@ -15,7 +15,7 @@
 // - position 0 gives cos = attention factor and sin = 0 exactly; cos^2 + sin^2 = a^2 to 8 ulps
 //   (two squares and a sum of values already within 2^-50 a).
 // - kHf: bit for bit against the float32 emulation (both correctly rounded in every step).
-// - DESIGN.md §4's claim about hf's error at long range, measured.
+// - docs/design.md §4's claim about hf's error at long range, measured.
 #include "posenc/cos_sin.h"
 
 #include <gtest/gtest.h>
@@ -195,7 +195,7 @@ TEST(CosSinTest, HfMatchesFloat32EmulationBitForBit) {
   }
 }
 
-// DESIGN.md §4: "At position 131071 the hf float32 result is off from float64 by about 1e-2 in
+// docs/design.md §4: "At position 131071 the hf float32 result is off from float64 by about 1e-2 in
 // cos/sin, and by about 5e-2 at 2^20, mostly through the rounding of inv_freq". For Llama 2's
 // D = 128, b = 1e4, the float32 angle fl32(p w) errs by up to ulp(p w)/2 (2^-8 for p w just
 // below 2^17, 2^-4 just below 2^21) plus p |w - fl32(w)| (up to p w 2^-25: 3.9e-3 at 131071,

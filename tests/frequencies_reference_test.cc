@@ -270,7 +270,7 @@ TEST(FrequenciesReferenceTest, HfMatchesFloat32EmulationBitForBit) {
       if (!ref.unscaled_inv_freq.empty()) {
         check("unscaled_inv_freq", f.unscaled_inv_freq, ref.unscaled_inv_freq);
       }
-      // DESIGN.md §4: in hf the attention factor is rounded to float32 (the multiplier torch
+      // docs/design.md §4: in hf the attention factor is rounded to float32 (the multiplier torch
       // applies to cos and sin).
       const double af32 = static_cast<double>(static_cast<float>(ref.attention_factor));
       if (f.attention_factor != af32) {

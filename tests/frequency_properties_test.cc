@@ -1,5 +1,5 @@
 // tests/frequency_properties_test.cc: algebraic properties of the scaling methods, which hold
-// whatever the exact formula details (STYLE.md "Tests", kind 3).
+// whatever the exact formula details (docs/design.md, tests: properties).
 //
 // - Every method at its identity setting equals plain RoPE. Methods that only divide by s = 1
 //   or raise s = 1 to a power must be exact (x / 1 and b * 1^e are exact). Methods that blend

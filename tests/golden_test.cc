@@ -42,7 +42,7 @@ TEST(GoldenTest, PlainRopeLlama2) {
   EXPECT_NEAR(f.inv_freq[1], 0.8659643233600653, 2e-16);
   // w_32 = 10000^(-64/128) = 10^-2 = 0.01.
   EXPECT_NEAR(f.inv_freq[32], 0.01, 0.01 * 2e-16);
-  // DESIGN.md §7 claim 2: the last wavelength is 2 pi 10000^((d-2)/d) = 2 pi 10^3.9375
+  // docs/design.md §7 claim 2: the last wavelength is 2 pi 10000^((d-2)/d) = 2 pi 10^3.9375
   // = 2 pi * 8659.643233600653 = 54410.14313077674 (not 1000 * 2 pi as the seed writes).
   EXPECT_NEAR(2.0 * std::numbers::pi / f.inv_freq[63], 54410.14313077674, 54410.0 * 4e-16 * 8);
 }

@@ -1,5 +1,5 @@
 // Every error that RopeSpec validation (src/spec.cc) and the config.json parser (src/config*.cc)
-// raise, one test each: the message must name the field and the value (DESIGN.md §6).
+// raise, one test each: the message must name the field and the value (docs/design.md §6).
 // The parser's type errors (a string or bool where a number is expected, a fractional or
 // negative integer, ...) are tested in config_test.cc (suite ConfigTypeErrors).
 #include <gmock/gmock.h>

@@ -1,6 +1,6 @@
 // posenc/frequencies.h: Frequencies, a RopeSpec turned into numbers.
 //
-// Every scaling method reduces to per-pair frequencies w_i plus two scalars (DESIGN.md §2):
+// Every scaling method reduces to per-pair frequencies w_i plus two scalars (docs/design.md §2):
 //   angle(p, i)  = p * w_i
 //   cos, sin     = attention_factor * cos(angle), attention_factor * sin(angle)
 //   softmax      = softmax(q.k * softmax_scale_multiplier / sqrt(d_k))   (DeepSeek's mscale)

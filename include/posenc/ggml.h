@@ -53,8 +53,10 @@ std::vector<std::string> validate(const GgmlRopeParams& params);
 // and dynamic; rope_freqs computed as convert_hf_to_gguf.py does for llama3; the short or long
 // factors for longrope; 1/0 factors (+inf) for proportional's unrotated pairs; and for yarn an
 // attn_factor divided by 1 + 0.1 ln(s) as llama-context.cpp does (PR 17945), which ggml
-// multiplies back, so that cos and sin carry the spec's attention factor. This honours every
-// key of the spec; what llama.cpp itself does with a model (keys its converter drops, truncate
+// multiplies back (only while ext_factor != 0), so that cos and sin carry the spec's attention
+// factor; spec.freq_factors (rope_freqs) become freq_factors. This honours every key of the spec
+// except yarn's truncate false, which ggml cannot express (it always floors and ceils the
+// correction range); what llama.cpp itself does with a model (keys its converter drops, truncate
 // ignored, its own attention-factor rule) is engines.h's Engine::kLlamaCpp.
 GgmlRopeParams ggml_params_from_spec(const RopeSpec& spec, std::int64_t seq_len = 0);
 

@@ -167,7 +167,11 @@ GgufFile read_gguf(const std::filesystem::path& path);
 // layout: llama.cpp's rope type of the architecture (LLAMA_ROPE_TYPE_NORM: interleaved;
 // NEOX and MROPE: half-split; NONE: refused). A rope_freqs tensor (Llama 3 scaling,
 // precomputed by the converter) cannot be turned back into llama3 parameters: the spec keeps
-// what the keys say, ggml.freq_factors carries the tensor, and a warning says so. RoPE keys
+// the method the keys say and carries the tensor as spec.freq_factors (and ggml.freq_factors),
+// so every numerics divides by it as llama.cpp does; LongRoPE tensors beside another scaling
+// type become freq_factors too (the short ones). Each key must have the one type llama.cpp
+// reads (u32 dims and contexts, f32 numbers, str, bool), and the factor tensors the shape
+// [n_rot / 2]; anything else is refused, as llama.cpp refuses the file. RoPE keys
 // this mapping does not apply are warnings; other keys are listed in config.ignored_keys.
 struct GgufModel {
   ModelConfig config;

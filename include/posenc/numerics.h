@@ -1,4 +1,4 @@
-// posenc/numerics.h: the three numeric conventions (docs/DESIGN.md §4).
+// posenc/numerics.h: the three numeric conventions (docs/design.md §4).
 //
 //   kPrecise  float64 formulas; angles p * w_i reduced exactly (cos_sin.h). Default.
 //   kHf       Hugging Face transformers in float32, op by op: inv_freq from a float32 pow of the

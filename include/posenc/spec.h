@@ -4,7 +4,7 @@
 // named after Hugging Face's config keys so that the parser is a thin mapping. Frequencies
 // (frequencies.h) turns it into numbers.
 //
-// Notation (docs/DESIGN.md §3): d_h head_dim; D rotary_dim; n = D/2 rotated pairs, i in [0, n);
+// Notation (docs/design.md §3): d_h head_dim; D rotary_dim; n = D/2 rotated pairs, i in [0, n);
 // b rope_theta; s factor; L original_max_position_embeddings; L' max_position_embeddings.
 //
 //   head:  [ 0 ... rotary_offset ... rotary_offset + D ... d_h )
@@ -23,7 +23,7 @@
 
 namespace posenc {
 
-// Scaling methods of DESIGN.md §3. The registry key of each is `method_name()`.
+// Scaling methods of docs/design.md §3. The registry key of each is `method_name()`.
 enum class Method {
   kNone,          // "default": w_i = b^(-2i/D)
   kLinear,        // "linear": Position Interpolation, w_i / s

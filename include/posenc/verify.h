@@ -1,6 +1,6 @@
 // posenc/verify.h: the seed document's claims about positional encodings, each measured.
 //
-// The tutorial this project grew from (DESIGN.md §7) teaches the sinusoidal encoding through
+// The tutorial this project grew from (docs/design.md §7) teaches the sinusoidal encoding through
 // claims: unique codes, distances independent of position and sequence length, bounded values,
 // determinism, generalisation, the wavelength range, the shift matrix T(delta), and that
 // attention without an encoding cannot see order. It ends with open questions. verify_claims()

@@ -9,7 +9,7 @@
 //   - `base ** tensor` and `tensor ** scalar` are float32 pow; here correctly rounded (computed
 //     in long double, rounded once to float). torch's own pow (Sleef or libm powf) is not
 //     correctly rounded everywhere, so real torch may differ from this by 1 ulp in rare
-//     entries (DESIGN.md §4's budget); posenc's kHf promises the correctly rounded pipeline.
+//     entries (docs/design.md §4's budget); posenc's kHf promises the correctly rounded pipeline.
 //   - comparisons of a float32 tensor with a Python float compare with fl32 of the float;
 //   - torch.arange(0, D, 2) is int64, `.float()` converts exactly, `/ D` is a float32 division.
 // Every float32 operation is written as its own statement with a store into a float, and the

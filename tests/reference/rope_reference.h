@@ -1,7 +1,7 @@
 // tests/reference/rope_reference.h: an independent float64 reference for the RoPE scaling
-// methods of docs/DESIGN.md §3, and an exact cos/sin of p * w.
+// methods of docs/design.md §3, and an exact cos/sin of p * w.
 //
-// Written from the formulas in DESIGN.md §3 alone; it includes no posenc header and shares no
+// Written from the formulas in docs/design.md §3 alone; it includes no posenc header and shares no
 // code with src/, so that a test comparing the two compares two independent derivations.
 //
 // Accuracy of the frequencies. Powers b^(-2i/D) are evaluated as powl with the exponent formed
@@ -131,7 +131,7 @@ inline double YarnCorrectionDim(double beta, std::int64_t d, double b, std::int6
          (2.0 * std::log(b));
 }
 
-// The attention factor rule of DESIGN.md §3 (yarn row), and DeepSeek's softmax multiplier.
+// The attention factor rule of docs/design.md §3 (yarn row), and DeepSeek's softmax multiplier.
 inline std::pair<double, double> YarnScalars(double s, const YarnOptions& o) {
   double af;
   if (o.attention_factor.has_value()) {

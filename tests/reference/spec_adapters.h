@@ -4,7 +4,7 @@
 // of posenc; this header only reads the fields of a RopeSpec and calls the reference function
 // of its method, so that a test can compare posenc::compute_frequencies with them entry by
 // entry. It computes nothing itself, apart from choosing the LongRoPE list and the
-// dynamic-YaRN scale exactly as DESIGN.md §3 states.
+// dynamic-YaRN scale exactly as docs/design.md §3 states.
 #pragma once
 
 #include <bit>
