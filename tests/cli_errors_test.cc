@@ -319,7 +319,8 @@ TEST(CliErrors, ApplyWritesBothOutputsOrNeither) {
 TEST(CliErrors, SimdTargetNamesIgnoreCase) {
   const CliRun list = posenc("targets --json");
   ASSERT_EQ(list.status, 0) << list.err;
-  for (const auto& t : nlohmann::json::parse(list.out)["targets"]) {
+  const auto targets = nlohmann::json::parse(list.out);  // kept alive: the loop ranges over a member
+  for (const auto& t : targets["targets"]) {
     if (!t["supported"].get<bool>()) continue;
     std::string name = t["name"].get<std::string>();
     std::string lower = name;
