@@ -137,6 +137,12 @@ void apply_factor(RopeSpec& s, std::int64_t l0, std::optional<std::int64_t> targ
   }
   s.factor = s_new;
   if (l0 <= 0) return;
+  // The context reached, s * L0, must be a count of positions (validate's bound, 2^53), before
+  // it is rounded to an integer (llround of 1e300 * 4096 is undefined).
+  if (!(s_new * static_cast<double>(l0) <= 0x1p53)) {
+    throw Error("--factor (" + num(s_new) + ") times the original context (" + std::to_string(l0) +
+                ") exceeds 2^53 positions");
+  }
   s.original_max_position_embeddings = l0;
   if (s.method == Method::kDynamic) {
     s.max_position_embeddings = l0;  // dynamic NTK: L' is the trained length
@@ -197,7 +203,8 @@ std::int64_t intended_context(const RopeSpec& s) {
                      s.method == Method::kYarn || s.method == Method::kLongrope ||
                      s.method == Method::kProportional;
   if (ratio && s.original_max_position_embeddings > 0 && s.factor > 1) {
-    const double reach = s.factor * static_cast<double>(s.original_max_position_embeddings);
+    // validate() bounds s * L by 2^53, so the rounding below is defined for a valid spec.
+    const double reach = std::min(0x1p53, s.factor * static_cast<double>(s.original_max_position_embeddings));
     c = std::max(c, static_cast<std::int64_t>(std::llround(reach)));
   }
   return c;

@@ -276,6 +276,10 @@ TEST(Extend, ErrorsNameTheFlagAndTheValue) {
   EXPECT_EQ(error_of(preset("llama-2-7b"), beta),
             "yarn: beta_fast (0.5) must be greater than beta_slow (1) (with --scaling yarn "
             "--target-context 65536 --beta-fast 0.5)");
+  // A factor whose context overflows: refused before it is rounded (it was undefined behaviour
+  // and printed max_position_embeddings (-9223372036854775808)).
+  EXPECT_EQ(error_of(preset("llama-2-7b"), with("linear", std::nullopt, 1e300)),
+            "--factor (1e+300) times the original context (4096) exceeds 2^53 positions");
 }
 
 // Llama 3.2 1B: llama3 factor 32 over 8192, but 131072 in all: the llama3 factor is not the
