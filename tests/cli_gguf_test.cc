@@ -15,8 +15,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "cli_runner.h"
-#include "gguf_writer.h"
+#include "support/cli_runner.h"
+#include "support/gguf_writer.h"
 #include "posenc/config.h"
 #include "posenc/frequencies.h"
 #include "posenc/ggml.h"

@@ -1,4 +1,4 @@
-// tests/gguf_writer.h: a small GGUF writer for tests (test-only; shares no code with src/).
+// tests/support/gguf_writer.h: a small GGUF writer for tests (test-only; shares no code with src/).
 //
 // Writes the layout of ggml's include/gguf.h: magic, version, tensor_count, metadata_kv_count,
 // the key-value pairs, the tensor infos, padding to the alignment, then each tensor's data at
