@@ -286,15 +286,7 @@ TEST(GgufModels, Llama3RopeFreqsGoToGgml) {
   const ModelConfig hf = load_hf_config(config_path("llama-3.1-8b.json"));
   const std::vector<float> factors = ggml_params_from_spec(hf.spec).freq_factors;
   ASSERT_EQ(factors.size(), 64u);
-  GgufWriter w;
-  w.kv("general.architecture", W::str("llama"))
-      .kv("llama.context_length", W::u32(131072))
-      .kv("llama.embedding_length", W::u32(4096))
-      .kv("llama.attention.head_count", W::u32(32))
-      .kv("llama.rope.dimension_count", W::u32(128))
-      .kv("llama.rope.freq_base", W::f32(500000.0f))
-      .tensor_f32("rope_freqs.weight", factors);
-  const GgufModel m = model_of(w.bytes());
+  const GgufModel m = model_of(posenc::testing::llama31_8b_gguf(factors).bytes());
   EXPECT_EQ(m.config.spec.method, Method::kNone);
   EXPECT_EQ(m.config.spec.rope_theta, 500000.0);
   EXPECT_EQ(m.ggml.freq_factors, factors);
