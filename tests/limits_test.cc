@@ -174,8 +174,9 @@ TEST(ReaderStart, ReadersSayWhatAForeignFileIs) {
 
 TEST(ReaderStart, ModelLoaderNamesTheForeignFormatAndWhatItReads) {
   const std::string npy = write_file("k.npy", std::string("\x93NUMPY\x01\x00", 8) + std::string(100, ' '));
-  for (const auto& [path, looks] : std::vector<std::pair<std::string, std::string>>{
+  for (const auto& [file, looks] : std::vector<std::pair<std::string, std::string>>{
            {kGguf, "this is a GGUF file"}, {kConfig, "this is JSON text"}, {npy, "this is a NumPy .npy file"}}) {
+    const std::string path = file;  // clang 14 cannot capture a structured binding
     EXPECT_THAT(error_of([&] { posenc::llama::Model::load(path); }),
                 AllOf(HasSubstr(path), HasSubstr(looks), HasSubstr("format version"),
                       HasSubstr("llama2.c / llama2.ts v1 model file"), HasSubstr("stories260K")))
