@@ -20,16 +20,14 @@
 #include "posenc/config.h"
 #include "posenc/frequencies.h"
 #include "posenc/npy.h"
+#include "support/cli_runner.h"
 
 namespace {
 
 using ::testing::HasSubstr;
 
-struct CliRun {
-  int status = -1;
-  std::string out;
-  std::string err;
-};
+using posenc_cli::CliRun;
+using posenc_cli::slurp;
 
 std::filesystem::path dir() {
   static const auto d = [] {
@@ -48,22 +46,9 @@ class RemoveTempDir : public ::testing::Environment {
 };
 const auto* const kRemoveTempDir = ::testing::AddGlobalTestEnvironment(new RemoveTempDir);
 
-std::string slurp(const std::filesystem::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 // Runs `env posenc <args>` with stdout and stderr captured separately.
 CliRun posenc(const std::string& args, const std::string& env = "") {
-  const std::string cmd = env + " " + std::string(POSENC_CLI) + " " + args + " >" + path("stdout") + " 2>" + path("stderr");
-  CliRun r;
-  const int raw = std::system(cmd.c_str());
-  r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
-  r.out = slurp(path("stdout"));
-  r.err = slurp(path("stderr"));
-  return r;
+  return posenc_cli::run(POSENC_CLI, args, "posenc_cli_apply_run", env);
 }
 
 // A [tokens, heads, head_dim] tensor as stored: raw items of one dtype.

@@ -14,7 +14,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "cli_runner.h"
+#include "support/cli_runner.h"
 #include "posenc/apply.h"
 #include "posenc/error.h"
 #include "posenc/frequencies.h"

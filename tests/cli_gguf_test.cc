@@ -15,8 +15,9 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "cli_runner.h"
-#include "gguf_writer.h"
+#include "support/cli_runner.h"
+#include "support/gguf_writer.h"
+#include "support/temp_files.h"
 #include "posenc/config.h"
 #include "posenc/frequencies.h"
 #include "posenc/ggml.h"
@@ -27,15 +28,10 @@ namespace {
 using ::testing::Contains;
 using ::testing::HasSubstr;
 using posenc_cli::CliRun;
-using W = posenc::testing::GgufWriter;
 
 CliRun posenc(const std::string& args) { return posenc_cli::run(POSENC_CLI, args, "posenc_cli_gguf_test"); }
 
-std::filesystem::path temp(const std::string& name) {
-  const auto dir = std::filesystem::temp_directory_path() / ("posenc_cli_gguf_" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
-  return dir / name;
-}
+std::filesystem::path temp(const std::string& name) { return posenc_test::temp_dir("posenc_cli_gguf") / name; }
 
 std::string llama31_config() { return std::string(POSENC_SHARED_DIR) + "/testdata/hf-configs/llama-3.1-8b.json"; }
 
@@ -45,16 +41,8 @@ std::string llama31_config() { return std::string(POSENC_SHARED_DIR) + "/testdat
 std::string llama31_gguf() {
   const posenc::ModelConfig hf = posenc::load_hf_config(llama31_config());
   const std::vector<float> factors = posenc::ggml_params_from_spec(hf.spec).freq_factors;
-  W w;
-  w.kv("general.architecture", W::str("llama"))
-      .kv("llama.context_length", W::u32(131072))
-      .kv("llama.embedding_length", W::u32(4096))
-      .kv("llama.attention.head_count", W::u32(32))
-      .kv("llama.rope.dimension_count", W::u32(128))
-      .kv("llama.rope.freq_base", W::f32(500000.0f))
-      .tensor_f32("rope_freqs.weight", factors);
   const auto path = temp("llama-3.1-8b.gguf");
-  const std::vector<std::uint8_t> bytes = w.bytes();
+  const std::vector<std::uint8_t> bytes = posenc::testing::llama31_8b_gguf(factors).bytes();
   std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()),
                                                static_cast<std::streamsize>(bytes.size()));
   return path.string();

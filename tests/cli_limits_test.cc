@@ -13,7 +13,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "cli_runner.h"
+#include "support/cli_runner.h"
+#include "support/temp_files.h"
 
 namespace {
 
@@ -30,16 +31,10 @@ const std::string kPride = kShared + "/data/austen/prideprejudice.txt";
 
 CliRun posenc(const std::string& args) { return posenc_cli::run(POSENC_CLI, args, "posenc_cli_limits_test"); }
 
-std::filesystem::path temp_dir() {
-  const auto dir = std::filesystem::temp_directory_path() / ("posenc_cli_limits_test_files_" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
-  return dir;
-}
+std::filesystem::path temp_dir() { return posenc_test::temp_dir("posenc_cli_limits_test_files"); }
 
 std::string write_file(const std::string& name, const std::string& bytes) {
-  const auto path = temp_dir() / name;
-  std::ofstream(path, std::ios::binary) << bytes;
-  return path.string();
+  return posenc_test::write_temp_file("posenc_cli_limits_test_files", name, bytes);
 }
 
 // Status 1 and a "posenc: error:" line containing every piece.

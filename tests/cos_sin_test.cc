@@ -33,8 +33,8 @@
 #include "posenc/spec.h"
 #include "reference/hf_float32_reference.h"
 #include "reference/rope_reference.h"
-#include "reference/spec_adapters.h"
-#include "reference/spec_grid.h"
+#include "support/spec_adapters.h"
+#include "support/spec_grid.h"
 
 namespace {
 

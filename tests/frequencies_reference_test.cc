@@ -50,8 +50,8 @@
 #include "reference/ggml_reference.h"
 #include "reference/hf_float32_reference.h"
 #include "reference/rope_reference.h"
-#include "reference/spec_adapters.h"
-#include "reference/spec_grid.h"
+#include "support/spec_adapters.h"
+#include "support/spec_grid.h"
 
 namespace {
 

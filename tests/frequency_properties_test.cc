@@ -25,8 +25,8 @@
 #include "posenc/error.h"
 #include "posenc/frequencies.h"
 #include "posenc/spec.h"
-#include "reference/spec_adapters.h"
-#include "reference/spec_grid.h"
+#include "support/spec_adapters.h"
+#include "support/spec_grid.h"
 
 namespace {
 

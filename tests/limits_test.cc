@@ -28,6 +28,7 @@
 #include "posenc/perplexity.h"
 #include "posenc/report.h"
 #include "posenc/verify.h"
+#include "support/temp_files.h"
 
 namespace {
 
@@ -40,16 +41,10 @@ const std::string kModel = kShared + "/models/stories260K/tinystories_260k_v1.bi
 const std::string kGguf = kShared + "/testdata/gguf/stories260K.gguf";
 const std::string kConfig = kShared + "/testdata/hf-configs/llama-2-7b.json";
 
-std::filesystem::path temp_dir() {
-  const auto dir = std::filesystem::temp_directory_path() / ("posenc_limits_test_" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
-  return dir;
-}
+std::filesystem::path temp_dir() { return posenc_test::temp_dir("posenc_limits_test"); }
 
 std::string write_file(const std::string& name, const std::string& bytes) {
-  const auto path = temp_dir() / name;
-  std::ofstream(path, std::ios::binary) << bytes;
-  return path.string();
+  return posenc_test::write_temp_file("posenc_limits_test", name, bytes);
 }
 
 // A sparse file of `size` bytes that starts with `head` (no disk space for the rest).

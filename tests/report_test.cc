@@ -15,14 +15,12 @@
 
 #include "posenc/config.h"
 #include "posenc/figures.h"
+#include "support/cli_runner.h"
 
 namespace {
 
-struct CliRun {
-  int status = -1;
-  std::string out;
-  std::string err;
-};
+using posenc_cli::CliRun;
+using posenc_cli::slurp;
 
 std::filesystem::path work_dir() {
   const auto dir = std::filesystem::temp_directory_path() / ("posenc_report_test_" + std::to_string(::getpid()));
@@ -30,24 +28,7 @@ std::filesystem::path work_dir() {
   return dir;
 }
 
-std::string slurp(const std::filesystem::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-CliRun posenc(const std::string& args) {
-  const auto dir = work_dir();
-  const std::string cmd = std::string(POSENC_CLI) + " " + args + " >" + (dir / "out").string() + " 2>" +
-                          (dir / "err").string();
-  CliRun r;
-  const int raw = std::system(cmd.c_str());
-  r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
-  r.out = slurp(dir / "out");
-  r.err = slurp(dir / "err");
-  return r;
-}
+CliRun posenc(const std::string& args) { return posenc_cli::run(POSENC_CLI, args, "posenc_report_test"); }
 
 std::size_t count(const std::string& text, const std::string& what) {
   std::size_t n = 0;

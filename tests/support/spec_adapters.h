@@ -1,4 +1,4 @@
-// tests/reference/spec_adapters.h: feeds a posenc::RopeSpec to the independent references.
+// tests/support/spec_adapters.h: feeds a posenc::RopeSpec to the independent references.
 //
 // The references (rope_reference.h, hf_float32_reference.h) take plain numbers and know nothing
 // of posenc; this header only reads the fields of a RopeSpec and calls the reference function

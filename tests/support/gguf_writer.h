@@ -1,4 +1,4 @@
-// tests/gguf_writer.h: a small GGUF writer for tests (test-only; shares no code with src/).
+// tests/support/gguf_writer.h: a small GGUF writer for tests (test-only; shares no code with src/).
 //
 // Writes the layout of ggml's include/gguf.h: magic, version, tensor_count, metadata_kv_count,
 // the key-value pairs, the tensor infos, padding to the alignment, then each tensor's data at
@@ -171,5 +171,20 @@ class GgufWriter {
   std::optional<std::uint64_t> tensor_count_override_;
   std::uint64_t alignment_ = 32;
 };
+
+// Llama 3.1 8B as convert_hf_to_gguf.py writes it: no scaling keys, its llama3 scaling as the
+// rope_freqs tensor (`rope_freqs`, 64 divisors).
+inline GgufWriter llama31_8b_gguf(const std::vector<float>& rope_freqs) {
+  using W = GgufWriter;
+  GgufWriter w;
+  w.kv("general.architecture", W::str("llama"))
+      .kv("llama.context_length", W::u32(131072))
+      .kv("llama.embedding_length", W::u32(4096))
+      .kv("llama.attention.head_count", W::u32(32))
+      .kv("llama.rope.dimension_count", W::u32(128))
+      .kv("llama.rope.freq_base", W::f32(500000.0f))
+      .tensor_f32("rope_freqs.weight", rope_freqs);
+  return w;
+}
 
 }  // namespace posenc::testing

@@ -1,4 +1,4 @@
-// tests/reference/spec_grid.h: the grid of RopeSpecs the reference tests sweep.
+// tests/support/spec_grid.h: the grid of RopeSpecs the reference tests sweep.
 //
 // Real model shapes and their neighbours: head dims 64 (DeepSeek's rope part, gpt-oss), 96
 // (Phi-3), 128 (Llama), 256 (Gemma); full and half rotary dims; bases 1e4 (Llama 2), 5e5

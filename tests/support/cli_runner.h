@@ -1,4 +1,4 @@
-// tests/cli_runner.h: runs the posenc tool with stdout and stderr captured separately, for the
+// tests/support/cli_runner.h: runs the posenc tool with stdout and stderr captured separately, for the
 // CLI tests (test-only).
 #pragma once
 
@@ -26,11 +26,14 @@ inline std::string slurp(const std::filesystem::path& p) {
   return ss.str();
 }
 
-// Runs `<posenc> <args>`; `tag` names the scratch folder (one per test binary and process).
-inline CliRun run(const std::string& posenc, const std::string& args, const std::string& tag) {
+// Runs `<env> <posenc> <args>` (env: "" or assignments such as "POSENC_SIMD_TARGET=AVX2"); `tag`
+// names the scratch folder (one per test binary and process).
+inline CliRun run(const std::string& posenc, const std::string& args, const std::string& tag,
+                  const std::string& env = "") {
   const auto dir = std::filesystem::temp_directory_path() / (tag + "_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
-  const std::string cmd = posenc + " " + args + " >" + (dir / "out").string() + " 2>" + (dir / "err").string();
+  const std::string cmd = (env.empty() ? "" : env + " ") + posenc + " " + args + " >" + (dir / "out").string() +
+                          " 2>" + (dir / "err").string();
   CliRun r;
   const int raw = std::system(cmd.c_str());
   r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
