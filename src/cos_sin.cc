@@ -4,7 +4,7 @@
 #include <cmath>
 #include <string>
 
-#include "ggml_angles.h"
+#include "ggml_model.h"
 #include "posenc/error.h"
 
 namespace posenc {

@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "max_nan.h"
+#include "ggml_model.h"
 #include "methods.h"
 #include "posenc/cos_sin.h"
 #include "posenc/error.h"
@@ -36,11 +37,6 @@ bool deepseek_family(const RopeSpec& spec, std::string_view model_type) {
     return model_type.starts_with("deepseek") || model_type == "kimi_k2";
   }
   return spec.yarn.mscale_all_dim.has_value();
-}
-
-// g(s, m) in float32, as llama-context.cpp's get_mscale lambda computes it.
-float mscale_f32(float scale, float mscale) {
-  return scale <= 1.0f ? 1.0f : 0.1f * mscale * std::log(scale) + 1.0f;
 }
 
 // LongRoPE's default attention factor from the two context lengths, as vLLM's
@@ -153,14 +149,14 @@ GgmlRopeParams llama_cpp_yarn(const RopeSpec& spec, bool deepseek, std::vector<s
     // DEEPSEEK2 is the only architecture that gets here, and on it mscale = mscale_all_dim
     // (assumed 1 when mscale_all_dim is 1): the ratio is always 1.
     const float mscale = mscale_all_dim;
-    af = mscale_f32(factor, mscale) / mscale_f32(factor, mscale_all_dim);
+    af = detail::ggml_get_mscale(factor, mscale) / detail::ggml_get_mscale(factor, mscale_all_dim);
     if (y.mscale && static_cast<float>(*y.mscale) != mscale) {
       notes.push_back("uses mscale = mscale_all_dim (" + num(mscale) + "): llama-context.cpp assumes mscale == 1 "
                       "and, on DEEPSEEK2, substitutes mscale_all_dim; the config's mscale (" + num(*y.mscale) +
                       ") is dropped");
     }
   } else {
-    af = mscale_f32(factor, 1.0f);
+    af = detail::ggml_get_mscale(factor, 1.0f);
     if (y.mscale || y.mscale_all_dim) {
       notes.push_back(std::string("drops ") + (y.mscale ? "mscale" : "") + (y.mscale && y.mscale_all_dim ? " and " : "") +
                       (y.mscale_all_dim ? "mscale_all_dim" : "") +
@@ -174,7 +170,7 @@ GgmlRopeParams llama_cpp_yarn(const RopeSpec& spec, bool deepseek, std::vector<s
                     "constructor replaces with get_mscale() whenever YaRN is on");
   }
   // ...then divided by 1 + 0.1 ln(factor), which rope_yarn multiplies back in ggml.
-  p.attn_factor = af * (1.0f / (1.0f + 0.1f * std::log(factor)));
+  p.attn_factor = detail::ggml_host_yarn_attn_factor(af, factor);
   if (deepseek) {
     // deepseek2 graph: attn_factor_org = attn_factor (1 + 0.1 ln(1/freq_scale));
     // mscale = attn_factor_org (1 + 0.1 rope_yarn_log_mul ln(1/freq_scale)); kq_scale = mscale^2 / sqrt(d_k).

@@ -9,7 +9,7 @@
 #include <string>
 
 #include "format.h"
-#include "ggml_angles.h"
+#include "ggml_model.h"
 #include "methods.h"
 #include "posenc/error.h"
 #include "posenc/frequencies.h"
@@ -17,6 +17,9 @@
 namespace posenc {
 namespace {
 
+using detail::ggml_get_mscale;
+using detail::ggml_host_yarn_attn_factor;
+using detail::ggml_kernel_mscale;
 using detail::num;
 
 constexpr float kPi = std::numbers::pi_v<float>;
@@ -41,7 +44,7 @@ CorrDims corr_dims(const GgmlRopeParams& p) {
 
 // rope_yarn_ramp: 1 - clamp((i0/2 - low) / max(0.001, high - low), 0, 1).
 float yarn_ramp(float low, float high, int pair) {
-  const float y = (static_cast<float>(pair) - low) / std::max(0.001f, high - low);
+  const float y = (static_cast<float>(pair) - low) / std::max(static_cast<float>(kYarnRampGuard), high - low);
   return 1.0f - std::min(1.0f, std::max(0.0f, y));
 }
 
@@ -62,17 +65,6 @@ PairAngle pair_angle(const GgmlRopeParams& p, const CorrDims& corr, int i, float
 
 float theta_scale_of(const GgmlRopeParams& p) {
   return std::pow(p.freq_base, -2.0f / static_cast<float>(p.n_dims));
-}
-
-float mscale_of(const GgmlRopeParams& p) {
-  float mscale = p.attn_factor;
-  if (p.ext_factor != 0.0f) mscale *= 1.0f + 0.1f * std::log(1.0f / p.freq_scale);
-  return mscale;
-}
-
-// float32 get_mscale of llama-context.cpp.
-float mscale_f32(float scale, float mscale) {
-  return scale <= 1.0f ? 1.0f : 0.1f * mscale * std::log(scale) + 1.0f;
 }
 
 // convert_hf_to_gguf.py LlamaModel.generate_extra_tensors: rope_freqs for llama3 scaling,
@@ -215,15 +207,15 @@ GgmlRopeParams ggml_params_from_spec(const RopeSpec& spec, std::int64_t seq_len)
       if (y.attention_factor) {
         af = static_cast<float>(*y.attention_factor);
       } else if (y.mscale && y.mscale_all_dim && *y.mscale != 0.0 && *y.mscale_all_dim != 0.0) {
-        af = mscale_f32(factor, static_cast<float>(*y.mscale)) /
-             mscale_f32(factor, static_cast<float>(*y.mscale_all_dim));
+        af = ggml_get_mscale(factor, static_cast<float>(*y.mscale)) /
+             ggml_get_mscale(factor, static_cast<float>(*y.mscale_all_dim));
       } else {
-        af = mscale_f32(factor, 1.0f);
+        af = ggml_get_mscale(factor, 1.0f);
       }
       // rope_yarn multiplies 1 + 0.1 ln(1/freq_scale) back only while ext_factor != 0, and
       // llama-context.cpp divides it out under the same condition; with extrapolation_factor 0
       // the attention factor goes to ggml as it is.
-      p.attn_factor = p.ext_factor != 0.0f ? af * (1.0f / (1.0f + 0.1f * std::log(factor))) : af;
+      p.attn_factor = p.ext_factor != 0.0f ? ggml_host_yarn_attn_factor(af, factor) : af;
       break;
     }
     case Method::kLlama3: p.freq_factors = llama3_rope_freqs(spec); break;
@@ -255,13 +247,27 @@ GgmlRopeParams ggml_params_from_spec(const RopeSpec& spec, std::int64_t seq_len)
 
 namespace detail {
 
+float ggml_get_mscale(float scale, float mscale) {
+  return scale <= 1.0f ? 1.0f : static_cast<float>(kYarnMscaleSlope) * mscale * std::log(scale) + 1.0f;
+}
+
+float ggml_host_yarn_attn_factor(float attention_factor, float factor) {
+  return attention_factor * (1.0f / (1.0f + static_cast<float>(kYarnMscaleSlope) * std::log(factor)));
+}
+
+float ggml_kernel_mscale(const GgmlRopeParams& p) {
+  float mscale = p.attn_factor;
+  if (p.ext_factor != 0.0f) mscale *= 1.0f + static_cast<float>(kYarnMscaleSlope) * std::log(1.0f / p.freq_scale);
+  return mscale;
+}
+
 void ggml_cos_sin(const GgmlRopeParams& p, std::int64_t position, double* cos_out, double* sin_out) {
   if (position < std::numeric_limits<std::int32_t>::min() || position > std::numeric_limits<std::int32_t>::max()) {
     throw Error("ggml: position (" + std::to_string(position) + ") does not fit ggml's int32 positions");
   }
   const float theta_scale = theta_scale_of(p);
   const CorrDims corr = corr_dims(p);
-  const float mscale = mscale_of(p);
+  const float mscale = ggml_kernel_mscale(p);
   float theta = static_cast<float>(position);
   for (int i = 0; i < p.n_dims / 2; ++i) {
     const float angle = pair_angle(p, corr, i, theta).angle;
@@ -317,7 +323,7 @@ Frequencies frequencies_from_ggml(const GgmlRopeParams& p) {
     f.correction_low = corr.lo;
     f.correction_high = corr.hi;
   }
-  f.attention_factor = mscale_of(p);
+  f.attention_factor = ggml_kernel_mscale(p);
   return f;
 }
 

@@ -14,6 +14,7 @@
 #include <string>
 
 #include "format.h"
+#include "ggml_model.h"
 #include "posenc/error.h"
 #include "posenc/frequencies.h"
 #include "posenc/gguf.h"
@@ -85,18 +86,16 @@ const ArchRope* find_arch(std::string_view arch) {
   return nullptr;
 }
 
-// llama.cpp's defaults (src/llama-hparams.h and load_hparams).
-constexpr float kFreqBase = 10000.0f;  // rope_freq_base_train when rope.freq_base is absent
-constexpr float kBetaFast = 32.0f;     // yarn_beta_fast
-constexpr float kBetaSlow = 1.0f;      // yarn_beta_slow
+// llama.cpp's defaults (src/llama-hparams.h and load_hparams) are posenc's (defaults.h):
+// rope_freq_base_train 10000 when rope.freq_base is absent, yarn_beta_fast 32, yarn_beta_slow 1.
+constexpr float kFreqBase = static_cast<float>(kDefaultRopeTheta);
+constexpr float kBetaFast = static_cast<float>(kYarnBetaFast);
+constexpr float kBetaSlow = static_cast<float>(kYarnBetaSlow);
 // convert_hf_to_gguf.py's DeepseekV2Model writes yarn_log_multiplier = 0.1 * mscale_all_dim;
 // load_hparams divides it back ([TAG_DEEPSEEK2_YARN_LOG_MUL_FIX]).
 constexpr float kDeepseek2LogMulScale = 0.1f;
 
-// The float32 get_mscale of llama-context.cpp: 1 if s <= 1 else 0.1 m ln s + 1.
-float get_mscale(float scale, float mscale) {
-  return scale <= 1.0f ? 1.0f : 0.1f * mscale * std::log(scale) + 1.0f;
-}
+using detail::ggml_get_mscale;
 
 // The shortest decimal d with float32(scale * d) == f: the number the converter most likely
 // started from (a Python float, times `scale`, rounded to f32). With scale 1 this reads 0.1f as
@@ -458,9 +457,9 @@ class Mapper {
     float attn_factor = yarn_attn ? yarn_attn->f32 : 1.0f;
     if (g.ext_factor != 0.0f) {
       const float s_f32 = 1.0f / g.freq_scale;
-      attn_factor = mscale_all != 0.0f ? get_mscale(s_f32, mscale) / get_mscale(s_f32, mscale_all)
-                                       : get_mscale(s_f32, 1.0f);
-      attn_factor *= 1.0f / (1.0f + 0.1f * std::log(s_f32));
+      attn_factor = mscale_all != 0.0f ? ggml_get_mscale(s_f32, mscale) / ggml_get_mscale(s_f32, mscale_all)
+                                       : ggml_get_mscale(s_f32, 1.0f);
+      attn_factor = detail::ggml_host_yarn_attn_factor(attn_factor, s_f32);
     }
     if (attn) attn_factor *= attn->f32;
     g.attn_factor = attn_factor;
