@@ -1,0 +1,27 @@
+// tests/support/config_test_support.h: what the config.json tests share (test-only).
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "posenc/config.h"
+#include "posenc/error.h"
+#include "support/matchers.h"
+
+namespace posenc::testing {
+
+inline std::string config_path(std::string_view file) {
+  return std::string(POSENC_SHARED_DIR) + "/testdata/hf-configs/" + std::string(file);
+}
+
+// The message of the posenc::Error that parsing `json` throws; "(no error)" when none.
+inline std::string config_error_of(std::string_view json) {
+  try {
+    parse_hf_config(json);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+}  // namespace posenc::testing
