@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "support/cli_runner.h"
+#include "support/shared_data.h"
 #include "support/temp_files.h"
 
 namespace {
@@ -23,11 +24,10 @@ using ::testing::AllOf;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-const std::string kShared = POSENC_SHARED_DIR;
-const std::string kModel = kShared + "/models/stories260K/tinystories_260k_v1.bin";
-const std::string kGguf = kShared + "/testdata/gguf/stories260K.gguf";
-const std::string kConfig = kShared + "/testdata/hf-configs/llama-2-7b.json";
-const std::string kPride = kShared + "/data/austen/prideprejudice.txt";
+const std::string& kModel = posenc_test::kStoriesModel;
+const std::string& kGguf = posenc_test::kStoriesGguf;
+const std::string& kConfig = posenc_test::kLlama2Config;
+const std::string& kPride = posenc_test::kPrideAndPrejudice;
 
 CliRun posenc(const std::string& args) { return posenc_cli::run(POSENC_CLI, args, "posenc_cli_limits_test"); }
 

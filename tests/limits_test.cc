@@ -28,6 +28,7 @@
 #include "posenc/perplexity.h"
 #include "posenc/report.h"
 #include "posenc/verify.h"
+#include "support/shared_data.h"
 #include "support/temp_files.h"
 
 namespace {
@@ -36,10 +37,9 @@ using ::testing::AllOf;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-const std::string kShared = POSENC_SHARED_DIR;
-const std::string kModel = kShared + "/models/stories260K/tinystories_260k_v1.bin";
-const std::string kGguf = kShared + "/testdata/gguf/stories260K.gguf";
-const std::string kConfig = kShared + "/testdata/hf-configs/llama-2-7b.json";
+const std::string& kModel = posenc_test::kStoriesModel;
+const std::string& kGguf = posenc_test::kStoriesGguf;
+const std::string& kConfig = posenc_test::kLlama2Config;
 
 std::filesystem::path temp_dir() { return posenc_test::temp_dir("posenc_limits_test"); }
 
