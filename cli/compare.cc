@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
+#include "encoding_json.h"
 #include "model_source.h"
 #include "options.h"
 #include "posenc/config.h"
@@ -27,10 +28,6 @@ struct CompareOptions {
   std::int64_t seq_len = 0;
   bool json = false;
 };
-
-nlohmann::json number_or_null(double v) {
-  return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr);
-}
 
 void print_json(const ModelConfig& config, const Comparison& c) {
   nlohmann::json j;

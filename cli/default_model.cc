@@ -2,23 +2,9 @@
 
 #include <filesystem>
 
-namespace posenc::cli {
+#include "default_model_json.h"
 
-// Kept identical to examples/configs/llama-2-7b-yarn16.json (tests/report_test checks it).
-const char* const kDefaultModelJson = R"json({
-  "_source": "RoPE fields of meta-llama/Llama-2-7b-hf config.json (published by Meta; it sets no rope_theta, so the default 10000 is written out here), extended 16x with YaRN: rope_scaling as transformers reads it and max_position_embeddings = 16 * 4096",
-  "model_type": "llama",
-  "hidden_size": 4096,
-  "num_attention_heads": 32,
-  "max_position_embeddings": 65536,
-  "rope_theta": 10000.0,
-  "rope_scaling": {
-    "rope_type": "yarn",
-    "factor": 16.0,
-    "original_max_position_embeddings": 4096
-  }
-}
-)json";
+namespace posenc::cli {
 
 namespace {
 constexpr const char* kDefaultModelName = "Llama 2 7B + YaRN ×16";

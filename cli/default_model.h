@@ -7,9 +7,6 @@
 
 namespace posenc::cli {
 
-// The text of examples/configs/llama-2-7b-yarn16.json.
-extern const char* const kDefaultModelJson;
-
 // The model the options name, or the built-in default when they name none.
 ModelConfig load_model_or_default(const ModelSourceOptions& options);
 

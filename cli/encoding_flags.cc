@@ -48,12 +48,6 @@ bool method_reads(const RopeSpec& spec, std::string_view flag) {
   return true;
 }
 
-Layout parse_layout(const std::string& name) {
-  if (name == "half-split") return Layout::kHalfSplit;
-  if (name == "interleaved") return Layout::kInterleaved;
-  throw Error("--layout (\"" + name + "\") must be half-split (pairs (i, i + n)) or interleaved (pairs (2i, 2i + 1))");
-}
-
 GgmlMode parse_mode(const std::string& name) {
   if (name == "normal" || name == "0") return GgmlMode::kNormal;
   if (name == "neox" || name == "2") return GgmlMode::kNeox;
@@ -209,7 +203,7 @@ RopeSpec spec_from_flags(const EncodingFlags& f, std::int64_t tensor_head_dim, s
     spec.rotary_dim = static_cast<std::int64_t>(static_cast<double>(spec.head_dim) * spec.partial_rotary_factor);
   }
   if (s.rotary_offset) spec.rotary_offset = *s.rotary_offset;
-  if (s.layout) spec.layout = parse_layout(*s.layout);
+  if (s.layout) spec.layout = parse_layout(*s.layout, "--layout");
   if (s.rope_theta) spec.rope_theta = *s.rope_theta;
   if (s.factor) spec.factor = *s.factor;
   if (s.original_max_position_embeddings) spec.original_max_position_embeddings = *s.original_max_position_embeddings;

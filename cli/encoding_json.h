@@ -1,6 +1,8 @@
 // cli/encoding_json.h: the JSON fields every command prints about the encoding it used.
 #pragma once
 
+#include <cmath>
+#include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -22,6 +24,16 @@ inline void put_encoding_json(nlohmann::json& j, const Frequencies& f) {
   j["layout"] = std::string(layout_name(s.layout));
   j["attention_factor"] = f.attention_factor;
   j["softmax_scale_multiplier"] = f.softmax_scale_multiplier;
+}
+
+// A number, or null when it is not finite (JSON has no NaN or infinity).
+inline nlohmann::json number_or_null(double v) {
+  return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr);
+}
+
+// The value, or null when there is none.
+inline nlohmann::json optional_json(const std::optional<double>& v) {
+  return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
 }
 
 }  // namespace posenc::cli

@@ -22,12 +22,13 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
+#include "encoding_json.h"
 #include "options.h"
 #include "output_file.h"
 #include "posenc/error.h"
 #include "posenc/llama.h"
 #include "posenc/perplexity.h"
-#include "posenc/svg.h"
+#include "posenc/figures.h"
 
 namespace posenc::cli {
 namespace {
@@ -94,8 +95,6 @@ auto with_option(const char* option, F&& read) {
   }
 }
 
-nlohmann::json number_or_null(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
-
 // "nan", "inf", "1.234": a perplexity that is not finite shows as such, not as "-" (and a NaN's
 // sign bit, which printf shows as "-nan", means nothing).
 std::string non_finite_text(double v) { return std::isnan(v) ? "nan" : v > 0 ? "inf" : "-inf"; }
@@ -142,36 +141,12 @@ std::string protocol_line(const EvalOptions& o, std::int64_t trained) {
 }
 
 std::string figure(const EvalOptions& o, const std::vector<Cell>& cells, std::int64_t trained) {
-  svg::Figure f;
-  f.title = fmt::format("{}: perplexity on {} against context",
-                        std::filesystem::path(o.model).stem().string(), std::filesystem::path(o.text).filename().string());
-  f.caption = protocol_line(o, trained) + fmt::format(". Trained context {} (dashed line).", trained);
-  // Axes hug the data (log ticks otherwise widen to whole decades).
-  double lo = INFINITY, hi = 0;
-  for (const Cell& c : cells) {
-    if (std::isfinite(c.result.perplexity)) lo = std::min(lo, c.result.perplexity), hi = std::max(hi, c.result.perplexity);
-  }
-  const auto [cmin, cmax] = std::minmax_element(o.ctx.begin(), o.ctx.end());
-  svg::Panel p;
-  p.x = {"context (tokens)", svg::Scale::kLog, static_cast<double>(*cmin) / 1.25, static_cast<double>(*cmax) * 1.25, false};
-  p.y = {"perplexity", svg::Scale::kLog, std::nullopt, std::nullopt, false};
-  if (hi > 0) p.y.min = lo / 1.25, p.y.max = hi * 1.25;
-  for (const std::string& m : o.methods) {
-    svg::Series s;
-    s.name = m;
-    s.markers = true;
-    // The second of each pair (yarn / yarn-paper, dynamic / dynamic-yarn) dashed.
-    if (m == "yarn-paper" || m == "dynamic-yarn") s.dash = "7 4";
-    for (const Cell& c : cells) {
-      if (c.method != m) continue;
-      s.x.push_back(static_cast<double>(c.ctx));
-      s.y.push_back(c.result.perplexity);
-    }
-    p.series.push_back(std::move(s));
-  }
-  p.references.push_back({true, static_cast<double>(trained), "trained context", "#444444", "6 4"});
-  f.panels.push_back(std::move(p));
-  return svg::render(f);
+  std::vector<figures::PerplexityPoint> points;
+  for (const Cell& c : cells) points.push_back({c.method, c.ctx, c.result.perplexity});
+  return figures::perplexity_figure(fmt::format("{}: perplexity on {} against context",
+                                                std::filesystem::path(o.model).stem().string(),
+                                                std::filesystem::path(o.text).filename().string()),
+                                    protocol_line(o, trained), o.methods, o.ctx, points, trained);
 }
 
 void run_eval(const EvalOptions& o) {

@@ -3,7 +3,6 @@
 #include <cmath>
 #include <iostream>
 #include <limits>
-#include <numbers>
 #include <optional>
 #include <string>
 
@@ -17,6 +16,7 @@
 #include "posenc/config.h"
 #include "posenc/error.h"
 #include "posenc/frequencies.h"
+#include "posenc/pairs.h"
 
 namespace posenc::cli {
 namespace {
@@ -28,34 +28,6 @@ struct InspectOptions {
   bool json = false;
   CLI::Option* seq_len_option = nullptr;
 };
-
-// Per-pair quantities derived from the frequencies, shared by the table and the JSON.
-struct PairRow {
-  double inv_freq;
-  std::optional<double> wavelength;  // tokens per turn; none for an unrotated pair
-  std::optional<double> rotations;   // r = L / lambda0: turns of the unscaled wavelength over L
-  double weight;
-  std::optional<double> ratio;       // inv_freq / unscaled inv_freq
-  std::string_view treatment;
-};
-
-PairRow pair_row(const Frequencies& f, std::int64_t i, double context) {
-  const auto k = static_cast<std::size_t>(i);
-  PairRow row{f.inv_freq[k], std::nullopt, std::nullopt, f.interpolation_weight[k], std::nullopt,
-              pair_treatment(f, i)};
-  if (f.inv_freq[k] > 0) row.wavelength = 2.0 * std::numbers::pi / f.inv_freq[k];
-  // The YaRN paper's r(d) = L / lambda_d is taken over the unscaled wavelength: it is what decides
-  // how each method treats the pair.
-  if (f.unscaled_inv_freq[k] > 0 && context > 0) {
-    row.rotations = context * f.unscaled_inv_freq[k] / (2.0 * std::numbers::pi);
-  }
-  if (f.unscaled_inv_freq[k] > 0) row.ratio = f.inv_freq[k] / f.unscaled_inv_freq[k];
-  return row;
-}
-
-nlohmann::json optional_json(const std::optional<double>& v) {
-  return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
-}
 
 void print_json(const ModelConfig& config, const RopeSpec& spec, const Frequencies& f,
                 const std::vector<std::string>& warnings, double context) {
@@ -77,9 +49,8 @@ void print_json(const ModelConfig& config, const RopeSpec& spec, const Frequenci
   j["freq_factors"] = spec.freq_factors.empty() ? nlohmann::json(nullptr) : nlohmann::json(spec.freq_factors);
   if (f.correction_low) j["correction_range"] = {*f.correction_low, *f.correction_high};
   nlohmann::json pairs = nlohmann::json::array();
-  for (std::int64_t i = 0; i < f.pair_count(); ++i) {
-    const PairRow r = pair_row(f, i, context);
-    pairs.push_back({{"index", i},
+  for (const PairRow& r : pair_rows(f, context)) {
+    pairs.push_back({{"index", r.index},
                      {"inv_freq", r.inv_freq},
                      {"wavelength", optional_json(r.wavelength)},
                      {"rotations", optional_json(r.rotations)},
@@ -111,9 +82,8 @@ void print_table(const ModelConfig& config, const RopeSpec& spec, const Frequenc
              f.seq_len > 0 ? fmt::format("  seq_len {}", f.seq_len) : "");
   fmt::print("\n{:>5} {:>14} {:>12} {:>11} {:>7} {:>9}  {}\n", "pair", "inv_freq", "wavelength",
              "r = L/λ₀", "weight", "ratio", "treatment");
-  for (std::int64_t i = 0; i < f.pair_count(); ++i) {
-    const PairRow r = pair_row(f, i, context);
-    fmt::print("{:>5} {:>14.7e} {:>12} {:>10} {:>7.3f} {:>9}  {}\n", i, r.inv_freq,
+  for (const PairRow& r : pair_rows(f, context)) {
+    fmt::print("{:>5} {:>14.7e} {:>12} {:>10} {:>7.3f} {:>9}  {}\n", r.index, r.inv_freq,
                opt(r.wavelength, "{:.2f}"), opt(r.rotations, "{:.3g}"), r.weight,
                opt(r.ratio, "{:.6f}"), r.treatment);
   }

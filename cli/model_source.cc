@@ -1,42 +1,17 @@
 #include "model_source.h"
 
-#include <cctype>
-#include <filesystem>
-#include <fstream>
 #include <limits>
 #include <optional>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include "options.h"
 #include "posenc/error.h"
-#include "posenc/gguf.h"
+#include "posenc/model.h"
 #include "posenc/presets.h"
 
 namespace posenc::cli {
 namespace {
-
-// A .gguf name, or (whatever the name) a regular file that starts with the GGUF magic. Pipes
-// are not peeked at: what is read here would be missing when the loader opens them again.
-bool is_gguf(const std::string& path) {
-  const std::filesystem::path p(path);
-  std::string ext = p.extension().string();
-  for (char& c : ext) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  if (ext == ".gguf") return true;
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(p, ec)) return false;
-  char magic[4] = {};
-  std::ifstream in(p, std::ios::binary);
-  return in.read(magic, 4) && std::string_view(magic, 4) == "GGUF";
-}
-
-// The file's own loader: by extension, so a misnamed file gets a parse error from the loader
-// it looks like rather than a guess.
-ModelConfig load_file(const std::string& path) {
-  if (is_gguf(path)) return load_gguf_model(path).config;
-  return load_hf_config(path);
-}
 
 ModelConfig load_preset(const std::string& name) {
   try {
@@ -100,17 +75,8 @@ ModelConfig load_model_source(const ModelSourceOptions& o) {
                                : "give either a model file (\"" + o.path + "\") or --preset (\"" + o.preset +
                                      "\"), not both");
   }
-  ModelConfig config = o.path.empty() ? load_preset(o.preset) : load_file(o.path);
-  if (!o.layer_type.empty()) {
-    const auto it = config.layer_specs.find(o.layer_type);
-    if (it == config.layer_specs.end()) {
-      std::string known;
-      for (const auto& [name, unused] : config.layer_specs) known += (known.empty() ? "" : ", ") + name;
-      throw Error("--layer-type (\"" + o.layer_type + "\") is not a layer type of " + config.source +
-                  (known.empty() ? " (it has a single RoPE setup)" : " (it has: " + known + ")"));
-    }
-    config.spec = it->second;
-  }
+  ModelConfig config = o.path.empty() ? load_preset(o.preset) : load_model(o.path);
+  select_layer_type(config, o.layer_type, "--layer-type");
   if (!o.extend.empty()) {
     std::vector<std::string> warnings;
     config.spec = extend_spec(config.spec, o.extend, &warnings);

@@ -9,29 +9,13 @@
 #include "commands.h"
 #include "default_model.h"
 #include "options.h"
-#include "output_file.h"
+#include "output.h"
 #include "posenc/error.h"
 #include "posenc/figures.h"
+#include "posenc/sinusoidal.h"
 
 namespace posenc::cli {
 namespace {
-
-struct Kind {
-  std::string_view name;
-  std::string_view help;
-  bool sinusoidal;  // takes --positions / --d-model / --base / --layout, not a model
-};
-
-constexpr Kind kKinds[] = {
-    {"sinusoidal", "heatmap of PE(p, j), positions x dims (default 50 x 128; the seed's other example: "
-                   "--positions 200 --d-model 150)", true},
-    {"similarity", "heatmap of PE(p) . PE(q) for every pair of positions (default 100 positions, d 128)", true},
-    {"wavelengths", "wavelength per pair (log) for plain RoPE and each scaling method, L marked", false},
-    {"yarn-ramp", "YaRN's interpolation weight: ramp over the pair index vs the paper's ramp over r = L/λ", false},
-    {"decay", "RoFormer §3.4.3 long-term decay bound vs relative distance, one curve per method (models of at "
-              "most 2048 rotated pairs)", false},
-    {"attention-factor", "attention factor vs scale factor s in [1, 64]: YaRN, DeepSeek, LongRoPE", false},
-};
 
 struct PlotOptions {
   std::string kind;
@@ -43,19 +27,17 @@ struct PlotOptions {
   std::string output;
 };
 
-const Kind& find_kind(std::string_view name) {
+const figures::FigureKind& find_kind(std::string_view name) {
+  if (const figures::FigureKind* kind = figures::find_figure_kind(name)) return *kind;
   std::string known;
-  for (const Kind& k : kKinds) {
-    if (k.name == name) return k;
-    known += (known.empty() ? "" : ", ") + std::string(k.name);
-  }
+  for (const figures::FigureKind& k : figures::figure_kinds()) known += (known.empty() ? "" : ", ") + std::string(k.name);
   throw Error("plot: KIND (\"" + std::string(name) + "\") must be one of " + known);
 }
 
-std::string figure_for(const Kind& kind, const PlotOptions& o) {
+std::string figure_for(const figures::FigureKind& kind, const PlotOptions& o) {
   const bool model_given = !o.model.path.empty() || !o.model.preset.empty() || !o.model.layer_type.empty() ||
                            !o.model.extend.empty();
-  if (kind.sinusoidal) {
+  if (kind.is_sinusoidal()) {
     if (model_given) {
       throw Error("plot " + std::string(kind.name) +
                   ": the sinusoidal encoding takes no model; use --positions, --d-model, --base, --layout");
@@ -63,17 +45,8 @@ std::string figure_for(const Kind& kind, const PlotOptions& o) {
     SinusoidalSpec spec;
     spec.d_model = o.d_model.value_or(128);
     spec.base = o.base.value_or(kDefaultRopeTheta);
-    if (o.layout) {
-      if (*o.layout == "interleaved") {
-        spec.layout = SinusoidalLayout::kInterleaved;
-      } else if (*o.layout == "concatenated") {
-        spec.layout = SinusoidalLayout::kConcatenated;
-      } else {
-        throw Error("--layout (\"" + *o.layout + "\") must be interleaved or concatenated");
-      }
-    }
-    if (kind.name == "sinusoidal") return figures::sinusoidal_figure(spec, o.positions.value_or(50));
-    return figures::similarity_figure(spec, o.positions.value_or(100));
+    if (o.layout) spec.layout = parse_sinusoidal_layout(*o.layout, "--layout");
+    return kind.sinusoidal(spec, o.positions.value_or(kind.default_positions));
   }
   for (const auto& [given, flag] : {std::pair{o.positions.has_value(), "--positions"},
                                     std::pair{o.d_model.has_value(), "--d-model"},
@@ -85,24 +58,17 @@ std::string figure_for(const Kind& kind, const PlotOptions& o) {
     }
   }
   const ModelConfig config = load_model_or_default(o.model);
-  for (const std::string& w : config.warnings) std::cerr << "posenc: warning: " << w << "\n";
+  warn_all(config.warnings);
   const std::string name = model_display_name(o.model, config);
-  if (kind.name == "wavelengths") return figures::wavelength_figure(config.spec, name);
-  if (kind.name == "yarn-ramp") return figures::yarn_ramp_figure(config.spec, name);
-  if (kind.name == "decay") return figures::decay_figure(config.spec, name);
-  return figures::attention_factor_figure(config.spec, name);
+  return kind.model(config.spec, name);
 }
 
 void run_plot(const PlotOptions& o) {
   if (o.kind.empty()) throw Error("plot: KIND is required (see `posenc plot --help`)");
-  const Kind& kind = find_kind(o.kind);
+  const figures::FigureKind& kind = find_kind(o.kind);
   if (o.output.empty()) throw Error("plot: -o FILE.svg is required (\"-o -\" writes to stdout)");
   const std::string svg = figure_for(kind, o);
-  if (o.output == "-") {
-    std::cout << svg;
-    return;
-  }
-  write_output_file("-o", o.output, svg);
+  if (!write_output("-o", o.output, svg)) return;
   std::cerr << "posenc: wrote " << o.output << " (" << svg.size() << " bytes)\n";
 }
 
@@ -111,7 +77,7 @@ void run_plot(const PlotOptions& o) {
 void add_plot(CLI::App& app) {
   auto opts = std::make_shared<PlotOptions>();
   std::string kinds = "KIND is one of:";
-  for (const Kind& k : kKinds) kinds += "\n  " + std::string(k.name) + std::string(18 - k.name.size(), ' ') + std::string(k.help);
+  for (const figures::FigureKind& k : figures::figure_kinds()) kinds += "\n  " + std::string(k.name) + std::string(18 - k.name.size(), ' ') + std::string(k.help);
   CLI::App* cmd = app.add_subcommand("plot", "Draw one figure as an SVG file.\n" + kinds +
                                                  "\nThe model kinds default to Llama 2 7B extended 16x with YaRN "
                                                  "(examples/configs/llama-2-7b-yarn16.json).");

@@ -6,7 +6,7 @@
 #include "commands.h"
 #include "default_model.h"
 #include "options.h"
-#include "output_file.h"
+#include "output.h"
 #include "posenc/error.h"
 #include "posenc/report.h"
 #include "posenc/version.h"
@@ -27,13 +27,9 @@ void run_report(const ReportCliOptions& o) {
   r.generator = std::string("posenc ") + POSENC_VERSION_STRING;
   r.progress = [](std::string_view what) { std::cerr << "report: " << what << "\n"; };
   std::cerr << "report: model " << r.model_name << " (" << r.config.source << ")\n";
-  for (const std::string& w : r.config.warnings) std::cerr << "posenc: warning: " << w << "\n";
+  warn_all(r.config.warnings);
   const std::string html = html_report(r);
-  if (o.output == "-") {
-    std::cout << html;
-    return;
-  }
-  write_output_file("-o", o.output, html);
+  if (!write_output("-o", o.output, html)) return;
   std::cerr << "report: wrote " << o.output << " (" << html.size() << " bytes)\n";
 }
 

@@ -7,6 +7,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "posenc/error.h"
@@ -18,6 +19,9 @@ using nlohmann::json;
 
 // A value as JSON for a message: at most two levels deep and about 60 characters.
 std::string show(const json& value);
+
+// Parses JSON text; throws Error naming `source` and where the text is malformed (line, column).
+json parse_json(std::string_view text, const std::string& source);
 
 // The source name and the warnings collected so far.
 struct Context {

@@ -3,7 +3,6 @@
 #include "posenc/doctor.h"
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -12,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "format.h"
 #include "kernels/half.h"
 #include "max_nan.h"
 #include "posenc/cos_sin.h"
@@ -20,26 +20,6 @@
 
 namespace posenc {
 namespace {
-
-// Shortest text that reads back as the same double, never in exponent form for ordinary
-// magnitudes: 40, 1.2772588722239782, 0.001 (format.h's num() prefers %g: "4e+01").
-std::string num(double v) {
-  char buf[64];
-  const auto r = std::to_chars(buf, buf + sizeof buf, v);
-  return std::string(buf, r.ptr);
-}
-
-std::string fixed(double v, int digits = 4) {
-  char buf[48];
-  std::snprintf(buf, sizeof buf, "%.*g", digits + 1, v);
-  return buf;
-}
-
-std::string sci(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.2e", v);
-  return buf;
-}
 
 bool has_warning(const ModelConfig& c, std::string_view needle) {
   return std::any_of(c.warnings.begin(), c.warnings.end(),
@@ -69,11 +49,11 @@ void integer_factor(const ModelConfig& c, std::vector<Finding>& out) {
   // as transformers' rope validation does.
   if (!has_warning(c, "factor field must be a float")) return;
   out.push_back(make(
-      "integer-factor", "info", "factor is written as an integer (" + num(c.spec.factor) + ")",
+      "integer-factor", "info", "factor is written as an integer (" + detail::shortest(c.spec.factor) + ")",
       "transformers logs \"factor field must be a float >= 1\" when it loads this config; the value "
       "itself is used unchanged by transformers, vLLM (Python arithmetic) and llama.cpp (the GGUF stores "
       "a float32), so no number changes.",
-      "Write it as " + num(c.spec.factor) + ".0 to silence the warning."));
+      "Write it as " + detail::shortest(c.spec.factor) + ".0 to silence the warning."));
 }
 
 void factor_mismatch(const ModelConfig& c, std::vector<Finding>& out) {
@@ -94,7 +74,7 @@ void factor_mismatch(const ModelConfig& c, std::vector<Finding>& out) {
         "factor-mismatch", "warning",
         "max_position_embeddings equals the original context, so the config does not state the "
         "extended context (" + std::to_string(target) + ")",
-        "factor is " + num(s.factor) + " but max_position_embeddings / original_max_position_embeddings = " +
+        "factor is " + detail::shortest(s.factor) + " but max_position_embeddings / original_max_position_embeddings = " +
             std::to_string(s.max_position_embeddings) + " / " + std::to_string(s.original_max_position_embeddings) +
             " = 1 (the usual result of adding a rope_scaling block without editing the rest). " + engines,
         "Set max_position_embeddings to " + std::to_string(target) +
@@ -104,8 +84,8 @@ void factor_mismatch(const ModelConfig& c, std::vector<Finding>& out) {
   }
   out.push_back(make(
       "factor-mismatch", "warning",
-      "factor (" + num(s.factor) + ") disagrees with max_position_embeddings / original_max_position_embeddings (" +
-          num(implicit) + ")",
+      "factor (" + detail::shortest(s.factor) + ") disagrees with max_position_embeddings / original_max_position_embeddings (" +
+          detail::shortest(implicit) + ")",
       engines + " The engines therefore disagree about how long the model may run.",
       "Make the three consistent: factor = max_position_embeddings / original_max_position_embeddings, "
       "with original_max_position_embeddings the pre-training context."));
@@ -153,8 +133,8 @@ void attention_factor_engines(const ModelConfig& c, const Comparison& cmp, std::
     if (e.view.freqs.inv_freq.empty()) continue;
     differ = differ || (e.view.supported && (e.attention_factor_differs || e.softmax_scale_differs));
     per_engine += std::string(per_engine.empty() ? "" : "; ") + std::string(engine_name(e.view.engine)) +
-                  " attention factor " + fixed(e.view.attention_factor, 6) + ", softmax multiplier " +
-                  fixed(e.view.softmax_scale_multiplier, 6);
+                  " attention factor " + detail::sig(e.view.attention_factor, 7) + ", softmax multiplier " +
+                  detail::sig(e.view.softmax_scale_multiplier, 7);
   }
   if (!keys && !differ) return;
   std::string rules;
@@ -206,14 +186,14 @@ void truncate_ignored(const ModelConfig& c, const Comparison& cmp, std::vector<F
       "truncate-ignored", "warning",
       "truncate: false is honoured by transformers but not by llama.cpp (" + std::to_string(pairs) +
           " pairs get other frequencies)",
-      "transformers uses the unrounded correction range " + fixed(*exact.correction_low) + " .. " +
-          fixed(*exact.correction_high) + "; floored and ceiled it becomes " + fixed(*floored.correction_low) +
-          " .. " + fixed(*floored.correction_high) + ", which changes pairs " + std::to_string(first) + " to " +
-          std::to_string(last) + " (" + std::to_string(pairs) + " pairs) by up to " + sci(worst) +
+      "transformers uses the unrounded correction range " + detail::sig(*exact.correction_low, 5) + " .. " +
+          detail::sig(*exact.correction_high, 5) + "; floored and ceiled it becomes " + detail::sig(*floored.correction_low, 5) +
+          " .. " + detail::sig(*floored.correction_high, 5) + ", which changes pairs " + std::to_string(first) + " to " +
+          std::to_string(last) + " (" + std::to_string(pairs) + " pairs) by up to " + detail::sci(worst, 2) +
           " relative. llama.cpp always floors and ceils (ggml_rope_yarn_corr_dims; the GGUF has no key for "
           "truncate): posenc compare finds " + std::to_string(llama.pairs_differing) +
           " pairs beyond float32 rounding and a cos/sin difference of " +
-          sci(llama.cos_sin_difference.empty() ? 0.0 : llama.cos_sin_difference.back()) + " at position " +
+          detail::sci(llama.cos_sin_difference.empty() ? 0.0 : llama.cos_sin_difference.back(), 2) + " at position " +
           std::to_string(at) + ". vLLM honours it on its plain YaRN path since 0.11.1 (PR 28244); vLLM "
           "0.11.0 and older, and its DeepSeek path, differ in the same " + std::to_string(pairs) + " pairs.",
       "Run vLLM 0.11.1 or newer. With llama.cpp there is no setting for it: expect these pairs to differ, "
@@ -250,7 +230,7 @@ void partial_rotary(const ModelConfig& c, std::vector<Finding>& out) {
   const auto d = static_cast<std::int64_t>(static_cast<double>(s.head_dim) * p);
   out.push_back(make(
       "partial-rotary", "warning",
-      "partial_rotary_factor " + num(p) + " is ignored by this model's transformers class but not by vLLM",
+      "partial_rotary_factor " + detail::shortest(p) + " is ignored by this model's transformers class but not by vLLM",
       "transformers rotates all " + std::to_string(s.head_dim) + " dims (the Llama-family class ignores "
           "partial_rotary_factor for default RoPE), while vLLM's get_rope rotates int(head_size x "
           "partial_rotary_factor) = " + std::to_string(d) + " dims when the factor reaches rope_parameters "
@@ -281,8 +261,8 @@ void dynamic_kv_cache(const ModelConfig& c, std::vector<Finding>& out) {
       "transformers recomputes inv_freq once seq_len exceeds " + std::to_string(limit) +
           ", but keys in the KV cache keep the rotation they were stored with. Going from " +
           std::to_string(limit) + " to " + std::to_string(limit + 1) + " tokens moves the key at position " +
-          std::to_string(limit - 1) + " by up to " + sci(step) + " rad; at " + std::to_string(2 * limit) +
-          " tokens the same key is " + sci(twice) + " rad away from where the new frequencies put it. " + engines,
+          std::to_string(limit - 1) + " by up to " + detail::sci(step, 2) + " rad; at " + std::to_string(2 * limit) +
+          " tokens the same key is " + detail::sci(twice, 2) + " rad away from where the new frequencies put it. " + engines,
       "Re-rotate the cached keys whenever the frequencies change: posenc::rerotate_keys(old, new, k, "
       "positions) applies R(theta_new) R(theta_old)^T in one pass. Or use a static method (yarn) for "
       "cached decoding."));
@@ -301,7 +281,7 @@ void longrope_switch(const ModelConfig& c, std::vector<Finding>& out) {
       "LongRoPE switches factors at the original context (" + std::to_string(L) + "), and each engine decides differently",
       "transformers switches the whole sequence to the long factors once seq_len > " + std::to_string(L) +
           " (keys cached before keep the short rotation: at position " + std::to_string(L - 1) +
-          " the two rotations are up to " + sci(at_edge) + " rad apart, of pi at most). vLLM decides once at start-up: long "
+          " the two rotations are up to " + detail::sci(at_edge, 2) + " rad apart, of pi at most). vLLM decides once at start-up: long "
           "factors for every request when max_model_len (default " + std::to_string(max_model_len) + ") > " +
           std::to_string(L) + ", so short prompts get the long factors too (older vLLM switched a whole batch "
           "when any position exceeded " + std::to_string(L) + "). llama.cpp decides by the context size: long "
@@ -352,14 +332,14 @@ void half_precision_table(const ModelConfig& c, std::vector<Finding>& out) {
       "half-precision-table", "info",
       "cos/sin kept in fp16/bf16 near the extended context (" + std::to_string(ext) + ")",
       "Over positions " + std::to_string(first) + " .. " + std::to_string(ext - 1) +
-          ", rounding the exact cos/sin (attention factor included) to fp16 changes them by up to " + sci(err16) +
-          ", to bf16 by up to " + sci(errbf) + ": an angle error of about " + sci(err16 / a) + " and " +
-          sci(errbf / a) + " rad. In the slowest pair (" + sci(w_min) + " rad per token) that is " +
-          fixed(blur16, 3) + " and " + fixed(blurbf, 3) + " positions' worth of rotation. transformers casts "
+          ", rounding the exact cos/sin (attention factor included) to fp16 changes them by up to " + detail::sci(err16, 2) +
+          ", to bf16 by up to " + detail::sci(errbf, 2) + ": an angle error of about " + detail::sci(err16 / a, 2) + " and " +
+          detail::sci(errbf / a, 2) + " rad. In the slowest pair (" + detail::sci(w_min, 2) + " rad per token) that is " +
+          detail::sig(blur16, 4) + " and " + detail::sig(blurbf, 4) + " positions' worth of rotation. transformers casts "
           "cos/sin to the activation dtype (cos.to(x.dtype)) and vLLM stores its cos/sin cache in the model "
           "dtype, so both carry this; llama.cpp computes cos/sin in float32 inside ggml_rope. Forming the "
           "angle itself in bf16 (position ids times inv_freq under autocast) is far worse: up to " +
-          sci(errangle) + " in cos/sin here.",
+          detail::sci(errangle, 2) + " in cos/sin here.",
       "Keep the angle p x inv_freq and cos/sin in float32 (transformers disables autocast for this); round "
       "only when q and k are rotated. posenc's kernels compute cos/sin in float32 for any dtype of q and k."));
 }

@@ -16,12 +16,7 @@
 namespace posenc::figures {
 namespace {
 
-// Numbers for people: integers without a decimal point or exponent (20, 4096, 10000), others
-// with up to 10 significant digits, shortest form (1.2772588722, 0.707).
-std::string num(double v) {
-  if (std::abs(v) < 1e15 && v == std::round(v)) return svg::fixed(v, 0);
-  return detail::num(v);
-}
+using detail::num;
 constexpr double kTwoPi = 2.0 * std::numbers::pi;
 
 // One look per method, the same in every figure.
@@ -486,6 +481,79 @@ std::string attention_factor_figure(const RopeSpec& model, std::string_view mode
   f.width = 860;
   f.panels.push_back(std::move(p));
   return svg::render(f);
+}
+
+std::string perplexity_figure(std::string_view title, std::string_view caption,
+                              std::span<const std::string> methods, std::span<const std::int64_t> contexts,
+                              std::span<const PerplexityPoint> points, std::int64_t trained_context) {
+  svg::Figure f;
+  f.title = std::string(title);
+  f.caption = std::string(caption) + ". Trained context " + std::to_string(trained_context) + " (dashed line).";
+  // Axes hug the data (log ticks otherwise widen to whole decades).
+  double lo = INFINITY, hi = 0;
+  for (const PerplexityPoint& c : points) {
+    if (std::isfinite(c.perplexity)) lo = std::min(lo, c.perplexity), hi = std::max(hi, c.perplexity);
+  }
+  svg::Panel p;
+  if (!contexts.empty()) {
+    const auto [cmin, cmax] = std::minmax_element(contexts.begin(), contexts.end());
+    p.x = {"context (tokens)", svg::Scale::kLog, static_cast<double>(*cmin) / 1.25, static_cast<double>(*cmax) * 1.25,
+           false};
+  } else {
+    p.x = {"context (tokens)", svg::Scale::kLog, std::nullopt, std::nullopt, false};
+  }
+  p.y = {"perplexity", svg::Scale::kLog, std::nullopt, std::nullopt, false};
+  if (hi > 0) p.y.min = lo / 1.25, p.y.max = hi * 1.25;
+  for (const std::string& m : methods) {
+    svg::Series s;
+    s.name = m;
+    s.markers = true;
+    // The second of each pair (yarn / yarn-paper, dynamic / dynamic-yarn) dashed.
+    if (m == "yarn-paper" || m == "dynamic-yarn") s.dash = "7 4";
+    for (const PerplexityPoint& c : points) {
+      if (c.method != m) continue;
+      s.x.push_back(static_cast<double>(c.context));
+      s.y.push_back(c.perplexity);
+    }
+    p.series.push_back(std::move(s));
+  }
+  p.references.push_back({true, static_cast<double>(trained_context), "trained context", "#444444", "6 4"});
+  f.panels.push_back(std::move(p));
+  return svg::render(f);
+}
+
+namespace {
+
+constexpr FigureKind kKinds[] = {
+    {"sinusoidal", kSinusoidalTitle, "Sinusoidal encoding",
+     "heatmap of PE(p, j), positions x dims (default 50 x 128; the seed's other example: "
+     "--positions 200 --d-model 150)",
+     50, sinusoidal_figure, nullptr},
+    {"similarity", kSimilarityTitle, "Similarity between positions",
+     "heatmap of PE(p) . PE(q) for every pair of positions (default 100 positions, d 128)", 100, similarity_figure,
+     nullptr},
+    {"wavelengths", kWavelengthTitle, "Wavelength per pair",
+     "wavelength per pair (log) for plain RoPE and each scaling method, L marked", 0, nullptr, wavelength_figure},
+    {"yarn-ramp", kYarnRampTitle, "YaRN's interpolation weight",
+     "YaRN's interpolation weight: ramp over the pair index vs the paper's ramp over r = L/λ", 0, nullptr,
+     yarn_ramp_figure},
+    {"decay", kDecayTitle, "Long-term decay",
+     "RoFormer §3.4.3 long-term decay bound vs relative distance, one curve per method (models of at most 2048 "
+     "rotated pairs)",
+     0, nullptr, decay_figure},
+    {"attention-factor", kAttentionFactorTitle, "Attention factor",
+     "attention factor vs scale factor s in [1, 64]: YaRN, DeepSeek, LongRoPE", 0, nullptr, attention_factor_figure},
+};
+
+}  // namespace
+
+std::span<const FigureKind> figure_kinds() { return kKinds; }
+
+const FigureKind* find_figure_kind(std::string_view name) {
+  for (const FigureKind& k : kKinds) {
+    if (k.name == name) return &k;
+  }
+  return nullptr;
 }
 
 }  // namespace posenc::figures

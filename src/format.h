@@ -1,6 +1,14 @@
-// src/format.h: how numbers appear in error messages and warnings (internal).
+// src/format.h: how numbers appear in messages, warnings, tables and figures (internal). One
+// family, each name saying what it prints:
+//   num(v)            whole numbers as such (40), others the shortest %g that reads back (0.5)
+//   shortest(v)       std::to_chars' shortest round trip, never %g's exponent for 40 (40, 0.001)
+//   sig(v, digits)    printf's %.<digits>g: that many significant digits (0.123, 1.23e+04)
+//   sci(v, digits)    printf's %.<digits>e: scientific, that many decimals (1.23e-05)
+//   fixed(v, decimals) printf's %.<decimals>f: fixed point, that many decimals (3.142)
+// (svg::fixed is the figures' own fixed point: locale-free, trailing zeros dropped.)
 #pragma once
 
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -22,5 +30,23 @@ inline std::string num(double v) {
   }
   return buf;
 }
+
+inline std::string shortest(double v) {
+  char buf[64];
+  const auto r = std::to_chars(buf, buf + sizeof buf, v);
+  return std::string(buf, r.ptr);
+}
+
+// printf of one double with a precision; sized for any value (%.2f of 1e300 is 303 bytes).
+inline std::string printf_precision(const char* format, int precision, double v) {
+  const int n = std::snprintf(nullptr, 0, format, precision, v);
+  std::string s(static_cast<std::size_t>(n > 0 ? n : 0), '\0');
+  std::snprintf(s.data(), s.size() + 1, format, precision, v);
+  return s;
+}
+
+inline std::string sig(double v, int digits) { return printf_precision("%.*g", digits, v); }
+inline std::string sci(double v, int digits) { return printf_precision("%.*e", digits, v); }
+inline std::string fixed(double v, int decimals) { return printf_precision("%.*f", decimals, v); }
 
 }  // namespace posenc::detail

@@ -14,6 +14,8 @@
 #include <string>
 
 #include "format.h"
+#include "gguf_arch.h"
+#include "gguf_keys.h"
 #include "ggml_model.h"
 #include "posenc/error.h"
 #include "posenc/frequencies.h"
@@ -23,68 +25,12 @@ namespace posenc {
 namespace {
 
 using detail::num;
-
-enum class RopeType { kNone, kNorm, kNeox, kMrope };
-
-struct ArchRope {
-  std::string_view arch;
-  RopeType type;
-};
-
-// llama_model_rope_type() in src/llama-model.cpp of llama.cpp at commit
-// 00342301d01add50835550e8a916f12097d94517, each LLM_ARCH_* written as its LLM_ARCH_NAMES
-// string (src/llama-arch.cpp). NORM rotates pairs (2i, 2i+1), NEOX pairs (i, i + n/2), MROPE is
-// NEOX with per-section positions (equal for text).
-constexpr ArchRope kArchRope[] = {
-    // "these models do not use RoPE"
-    {"clip", RopeType::kNone}, {"gpt2", RopeType::kNone}, {"gptj", RopeType::kNone},
-    {"mpt", RopeType::kNone}, {"refact", RopeType::kNone}, {"bloom", RopeType::kNone},
-    {"mamba", RopeType::kNone}, {"mamba2", RopeType::kNone}, {"jamba", RopeType::kNone},
-    {"jina-bert-v2", RopeType::kNone}, {"t5", RopeType::kNone}, {"t5encoder", RopeType::kNone},
-    {"jais", RopeType::kNone}, {"rwkv6", RopeType::kNone}, {"rwkv6qwen2", RopeType::kNone},
-    {"rwkv7", RopeType::kNone}, {"arwkv7", RopeType::kNone},
-    {"wavtokenizer-dec", RopeType::kNone}, {"nemotron_h", RopeType::kNone},
-    // LLAMA_ROPE_TYPE_NORM: "pairs of consecutive head values"
-    {"llama", RopeType::kNorm}, {"llada", RopeType::kNorm}, {"llama4", RopeType::kNorm},
-    {"deci", RopeType::kNorm}, {"baichuan", RopeType::kNorm}, {"starcoder", RopeType::kNorm},
-    {"internlm2", RopeType::kNorm}, {"minicpm", RopeType::kNorm}, {"xverse", RopeType::kNorm},
-    {"command-r", RopeType::kNorm}, {"cohere2", RopeType::kNorm}, {"olmo", RopeType::kNorm},
-    {"arctic", RopeType::kNorm}, {"deepseek", RopeType::kNorm}, {"deepseek2", RopeType::kNorm},
-    {"plm", RopeType::kNorm}, {"chatglm", RopeType::kNorm}, {"glm4", RopeType::kNorm},
-    {"granite", RopeType::kNorm}, {"granitemoe", RopeType::kNorm},
-    {"granitehybrid", RopeType::kNorm}, {"chameleon", RopeType::kNorm},
-    {"bailingmoe", RopeType::kNorm}, {"neo-bert", RopeType::kNorm}, {"smollm3", RopeType::kNorm},
-    {"arcee", RopeType::kNorm}, {"ernie4_5", RopeType::kNorm}, {"ernie4_5-moe", RopeType::kNorm},
-    // LLAMA_ROPE_TYPE_NEOX: "the pairs of head values are offset by n_rot/2"
-    {"falcon", RopeType::kNeox}, {"falcon-h1", RopeType::kNeox}, {"grok", RopeType::kNeox},
-    {"dbrx", RopeType::kNeox}, {"bert", RopeType::kNeox}, {"jina-bert-v3", RopeType::kNeox},
-    {"nomic-bert", RopeType::kNeox}, {"nomic-bert-moe", RopeType::kNeox},
-    {"stablelm", RopeType::kNeox}, {"bitnet", RopeType::kNeox}, {"qwen", RopeType::kNeox},
-    {"qwen2", RopeType::kNeox}, {"dream", RopeType::kNeox}, {"qwen2moe", RopeType::kNeox},
-    {"qwen3", RopeType::kNeox}, {"qwen3moe", RopeType::kNeox}, {"qwen3next", RopeType::kNeox},
-    {"llada-moe", RopeType::kNeox}, {"olmo2", RopeType::kNeox}, {"olmoe", RopeType::kNeox},
-    {"phi2", RopeType::kNeox}, {"phi3", RopeType::kNeox}, {"phimoe", RopeType::kNeox},
-    {"plamo", RopeType::kNeox}, {"plamo2", RopeType::kNeox}, {"gemma", RopeType::kNeox},
-    {"gemma2", RopeType::kNeox}, {"gemma3", RopeType::kNeox}, {"gemma3n", RopeType::kNeox},
-    {"gemma-embedding", RopeType::kNeox}, {"starcoder2", RopeType::kNeox},
-    {"openelm", RopeType::kNeox}, {"gptneox", RopeType::kNeox}, {"codeshell", RopeType::kNeox},
-    {"orion", RopeType::kNeox}, {"nemotron", RopeType::kNeox}, {"exaone", RopeType::kNeox},
-    {"exaone4", RopeType::kNeox}, {"minicpm3", RopeType::kNeox},
-    {"bailingmoe2", RopeType::kNeox}, {"dots1", RopeType::kNeox},
-    {"hunyuan-moe", RopeType::kNeox}, {"gpt-oss", RopeType::kNeox},
-    {"hunyuan-dense", RopeType::kNeox}, {"lfm2", RopeType::kNeox}, {"lfm2moe", RopeType::kNeox},
-    {"smallthinker", RopeType::kNeox}, {"glm4moe", RopeType::kNeox}, {"seed_oss", RopeType::kNeox},
-    {"grovemoe", RopeType::kNeox}, {"apertus", RopeType::kNeox},
-    // LLAMA_ROPE_TYPE_MROPE
-    {"qwen2vl", RopeType::kMrope},
-};
-
-const ArchRope* find_arch(std::string_view arch) {
-  for (const ArchRope& a : kArchRope) {
-    if (a.arch == arch) return &a;
-  }
-  return nullptr;
-}
+using gguf_detail::ArchRope;
+using gguf_detail::decimal_of;
+using gguf_detail::GgufKeys;
+using gguf_detail::Number;
+using gguf_detail::find_arch;
+using gguf_detail::RopeType;
 
 // llama.cpp's defaults (src/llama-hparams.h and load_hparams) are posenc's (defaults.h):
 // rope_freq_base_train 10000 when rope.freq_base is absent, yarn_beta_fast 32, yarn_beta_slow 1.
@@ -97,35 +43,14 @@ constexpr float kDeepseek2LogMulScale = 0.1f;
 
 using detail::ggml_get_mscale;
 
-// The shortest decimal d with float32(scale * d) == f: the number the converter most likely
-// started from (a Python float, times `scale`, rounded to f32). With scale 1 this reads 0.1f as
-// 0.1, not 0.100000001; with scale 0.1 it reads DeepSeek-2's 0.0707f as 0.707.
-double decimal_of(float f, double scale = 1.0) {
-  if (!std::isfinite(f)) return static_cast<double>(f);
-  const double x = static_cast<double>(f) / scale;
-  char buf[32];
-  for (int precision = 1; precision <= 17; ++precision) {
-    std::snprintf(buf, sizeof buf, "%.*g", precision, x);
-    const double d = std::strtod(buf, nullptr);
-    if (static_cast<float>(scale * d) == f) return d;
-  }
-  return x;
-}
-
 bool mentions_rope(std::string key) {
   for (char& c : key) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return key.find("rope") != std::string::npos || key.find("rotary") != std::string::npos;
 }
 
-// A number as the spec (double) and llama.cpp (float32) see it.
-struct Number {
-  double value;  // f32: decimal_of; f64 and integers: exact
-  float f32;     // what llama.cpp's get_key(float) holds
-};
-
-class Mapper {
+class Mapper : GgufKeys {
  public:
-  explicit Mapper(const GgufFile& file) : f_(file) {}
+  explicit Mapper(const GgufFile& file) : GgufKeys(file) {}
 
   GgufModel map() {
     GgufModel out;
@@ -146,80 +71,7 @@ class Mapper {
   }
 
  private:
-  [[noreturn]] void fail(const std::string& what) const { throw Error(f_.source + ": " + what); }
-  void warn(const std::string& what) { warnings_.push_back(f_.source + ": " + what); }
   void note(const std::string& what) { notes_.push_back(what); }
-
-  const GgufValue* get(const std::string& key) {
-    read_.insert(key);
-    return f_.find(key);
-  }
-
-  std::string show(const std::string& key, const GgufValue& v) const {
-    return key + " (" + v.describe() + ")";
-  }
-
-  std::optional<std::string> string(const std::string& key) {
-    const GgufValue* v = get(key);
-    if (!v) return std::nullopt;
-    if (v->type != GgufType::kString) wrong_type(key, *v, "str");
-    return v->string_value;
-  }
-
-  // llama.cpp reads every key with one type and refuses any other (llama-model-loader.cpp,
-  // GGUFMeta::GKV::get_kv: "key %s has wrong type %s but expected type %s"), so a file that
-  // stores, say, a context length as u64 or as an array does not load there.
-  [[noreturn]] void wrong_type(const std::string& key, const GgufValue& v, std::string_view expected) const {
-    fail(show(key, v) + " has the wrong type: llama.cpp reads " + key + " as " + std::string(expected) +
-         " and refuses a file that stores it otherwise");
-  }
-
-  // A u32 key (context lengths, dims): load_hparams' get_key into a uint32_t. Values at or above
-  // 2^31 are refused too: ggml counts dims and positions in int32.
-  std::optional<std::int64_t> integer(const std::string& key) {
-    const GgufValue* v = get(key);
-    if (!v) return std::nullopt;
-    if (v->type != GgufType::kUint32) wrong_type(key, *v, "u32");
-    if (v->uint_value > static_cast<std::uint64_t>(std::numeric_limits<std::int32_t>::max())) {
-      fail(show(key, *v) + " must be below 2^31 (ggml counts dims and positions in int32)");
-    }
-    return static_cast<std::int64_t>(v->uint_value);
-  }
-
-  // A u32, or an array of u32/i32 with one value per layer (get_key_or_arr: attention.head_count;
-  // OpenELM's vary by layer). The first layer's value is used.
-  std::optional<std::int64_t> integer_or_array(const std::string& key) {
-    const GgufValue* v = get(key);
-    if (!v) return std::nullopt;
-    if (v->type != GgufType::kArray) return integer(key);
-    if (v->element_type != GgufType::kUint32 && v->element_type != GgufType::kInt32) {
-      wrong_type(key, *v, "u32 or an array of u32 or i32 (one per layer)");
-    }
-    if (v->count == 0) fail(show(key, *v) + " must not be an empty array");
-    const double x = *v->number_at(0);
-    for (std::uint64_t i = 1; i < v->count; ++i) {
-      if (v->number_at(i) != x) {
-        warn(show(key, *v) + " varies by layer; the first layer's value " + num(x) + " is used");
-        break;
-      }
-    }
-    if (!(x >= 0 && x <= std::numeric_limits<std::int32_t>::max())) {
-      fail(show(key, *v) + ": element 0 (" + num(x) + ") must be in [0, 2^31)");
-    }
-    return static_cast<std::int64_t>(x);
-  }
-
-  // An f32 key (get_key into a float), finite.
-  std::optional<Number> number(const std::string& key) {
-    const GgufValue* v = get(key);
-    if (!v) return std::nullopt;
-    if (v->type != GgufType::kFloat32) wrong_type(key, *v, "f32");
-    Number n{};
-    n.f32 = static_cast<float>(v->float_value);
-    n.value = decimal_of(n.f32);
-    if (!std::isfinite(n.f32)) fail(show(key, *v) + " must be a finite number");
-    return n;
-  }
 
   void read_layout(RopeSpec& s) {
     const ArchRope* a = find_arch(arch_);
@@ -656,15 +508,12 @@ class Mapper {
     out.notes = std::move(notes_);
   }
 
-  const GgufFile& f_;
   std::string arch_;
   std::string p_;  // "ARCH."
   GgmlMode mode_ = GgmlMode::kNormal;
   std::int64_t ctx_train_ = 0;
   std::optional<std::int64_t> orig_ctx_;
-  std::set<std::string> read_;
   std::map<std::string, std::string> origins_;  // field -> "from KEY (value)"; see origin()
-  std::vector<std::string> warnings_;
   std::vector<std::string> notes_;
 };
 

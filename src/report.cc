@@ -4,9 +4,9 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
-#include <numbers>
+#include <optional>
 #include <string>
+#include <tuple>
 
 #include "format.h"
 #include "max_nan.h"
@@ -14,24 +14,14 @@
 #include "posenc/error.h"
 #include "posenc/figures.h"
 #include "posenc/frequencies.h"
+#include "posenc/pairs.h"
 #include "posenc/svg.h"
 
 namespace posenc {
 namespace {
 
-// Numbers for people: integers without a decimal point or exponent (20, 4096, 10000), others
-// with up to 10 significant digits, shortest form (1.2772588722, 0.707).
-std::string num(double v) {
-  if (std::abs(v) < 1e15 && v == std::round(v)) return svg::fixed(v, 0);
-  return detail::num(v);
-}
+using detail::num;
 using svg::xml_escape;
-
-std::string printf_str(const char* format, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, format, v);
-  return buf;
-}
 
 // Inline style: system fonts only (nothing is downloaded), a readable column, and print rules.
 constexpr const char* kStyle = R"css(
@@ -150,17 +140,16 @@ std::string pair_table(const RopeSpec& s, const Frequencies& f) {
       "; weight = how far the pair moved from ω towards ω/s (0 kept, 1 interpolated); ratio = inv_freq / ω.</p>\n"
       "<div class=\"table-wrap\"><table class=\"pairs\">\n<thead><tr><th>pair</th><th>inv_freq</th>"
       "<th>wavelength</th><th>r = L/λ₀</th><th>weight</th><th>ratio</th><th>treatment</th></tr></thead>\n<tbody>\n";
-  const double two_pi = 2.0 * std::numbers::pi;
-  for (std::int64_t i = 0; i < f.pair_count(); ++i) {
-    const auto k = static_cast<std::size_t>(i);
-    const std::string_view treatment = pair_treatment(f, i);
-    const double w = f.inv_freq[k], w0 = f.unscaled_inv_freq[k];
-    h += "<tr class=\"" + std::string(treatment) + "\"><td class=\"num\">" + std::to_string(i) + "</td><td class=\"num\">" +
-         printf_str("%.7e", w) + "</td><td class=\"num\">" + (w > 0 ? printf_str("%.2f", two_pi / w) : "-") +
-         "</td><td class=\"num\">" + (w0 > 0 && context > 0 ? printf_str("%.3g", context * w0 / two_pi) : "-") +
-         "</td><td class=\"num\">" + printf_str("%.3f", f.interpolation_weight[k]) + "</td><td class=\"num\">" +
-         (w0 > 0 ? printf_str("%.6f", w / w0) : "-") + "</td><td class=\"treat\">" + std::string(treatment) +
-         "</td></tr>\n";
+  auto cell = [](const std::optional<double>& v, std::string (*format)(double, int), int digits) {
+    return v ? format(*v, digits) : std::string("-");
+  };
+  for (const PairRow& r : pair_rows(f, context)) {
+    const std::string treatment(r.treatment);
+    h += "<tr class=\"" + treatment + "\"><td class=\"num\">" + std::to_string(r.index) + "</td><td class=\"num\">" +
+         detail::sci(r.inv_freq, 7) + "</td><td class=\"num\">" + cell(r.wavelength, detail::fixed, 2) +
+         "</td><td class=\"num\">" + cell(r.rotations, detail::sig, 3) + "</td><td class=\"num\">" +
+         detail::fixed(r.weight, 3) + "</td><td class=\"num\">" + cell(r.ratio, detail::fixed, 6) + "</td><td class=\"treat\">" +
+         treatment + "</td></tr>\n";
   }
   h += "</tbody></table></div>\n";
   return h;
@@ -193,11 +182,11 @@ std::string compare_section(const ReportOptions& o) {
     const std::string verdict(verdict_name(e.verdict));
     const char* cls = e.verdict == Verdict::kAgrees ? "pass" : e.verdict == Verdict::kDiffers ? "fail" : "measured";
     h += "<tr><td>" + xml_escape(engine_name(e.view.engine)) + "</td><td class=\"verdict " + cls + "\">" +
-         xml_escape(verdict) + "</td><td class=\"num\">" + printf_str("%.10g", e.view.attention_factor) +
-         "</td><td class=\"num\">" + printf_str("%.10g", e.view.softmax_scale_multiplier) + "</td><td class=\"num\">" +
-         (e.view.engine == Engine::kPrecise ? std::string("reference") : printf_str("%.2e", e.max_relative_difference)) +
+         xml_escape(verdict) + "</td><td class=\"num\">" + detail::sig(e.view.attention_factor, 10) +
+         "</td><td class=\"num\">" + detail::sig(e.view.softmax_scale_multiplier, 10) + "</td><td class=\"num\">" +
+         (e.view.engine == Engine::kPrecise ? std::string("reference") : detail::sci(e.max_relative_difference, 2)) +
          "</td><td class=\"num\">" +
-         (e.view.engine == Engine::kPrecise ? std::string("reference") : printf_str("%.2e", cos_sin)) + "</td><td>" +
+         (e.view.engine == Engine::kPrecise ? std::string("reference") : detail::sci(cos_sin, 2)) + "</td><td>" +
          xml_escape(details) + "</td></tr>\n";
   }
   h += "</tbody></table></div>\n";
@@ -246,24 +235,30 @@ std::string html_report(const ReportOptions& o) {
     std::string svg;
   };
   std::vector<Fig> figs;
-  SinusoidalSpec sin50{128};
-  SinusoidalSpec sin200{150};
-  progress("figure: sinusoidal 50 x 128");
-  figs.push_back({"fig-sinusoidal-50", "Sinusoidal encoding, 50 positions × 128 dims",
-                  "The seed document's first example: 50 inputs (positions), 128 dimensions.", figures::sinusoidal_figure(sin50, 50)});
-  progress("figure: sinusoidal 200 x 150");
-  figs.push_back({"fig-sinusoidal-200", "Sinusoidal encoding, 200 positions × 150 dims",
-                  "The seed document's second example: 200 inputs (positions), 150 dimensions.", figures::sinusoidal_figure(sin200, 200)});
-  progress("figure: similarity");
-  figs.push_back({"fig-similarity", "Similarity between positions", "", figures::similarity_figure(sin50, 100)});
-  progress("figure: wavelengths");
-  figs.push_back({"fig-wavelengths", "Wavelength per pair", "", figures::wavelength_figure(spec, o.model_name)});
-  progress("figure: yarn-ramp");
-  figs.push_back({"fig-yarn-ramp", "YaRN's interpolation weight", "", figures::yarn_ramp_figure(spec, o.model_name)});
-  progress("figure: decay");
-  figs.push_back({"fig-decay", "Long-term decay", "", figures::decay_figure(spec, o.model_name)});
-  progress("figure: attention-factor");
-  figs.push_back({"fig-attention-factor", "Attention factor", "", figures::attention_factor_figure(spec, o.model_name)});
+  std::size_t sinusoidal_count = 0;  // the sinusoidal kinds come first in figure_kinds()
+  for (const figures::FigureKind& kind : figures::figure_kinds()) {
+    const std::string name(kind.name);
+    if (kind.name == "sinusoidal") {
+      // The seed document's two examples: 50 inputs x 128 dims and 200 inputs x 150 dims.
+      for (const auto& [positions, d_model, which] :
+           {std::tuple{std::int64_t{50}, std::int64_t{128}, "first"}, std::tuple{std::int64_t{200}, std::int64_t{150}, "second"}}) {
+        const std::string size = std::to_string(positions) + " x " + std::to_string(d_model);
+        progress("figure: " + name + " " + size);
+        figs.push_back({"fig-" + name + "-" + std::to_string(positions),
+                        std::string(kind.heading) + ", " + std::to_string(positions) + " positions × " +
+                            std::to_string(d_model) + " dims",
+                        std::string("The seed document's ") + which + " example: " + std::to_string(positions) +
+                            " inputs (positions), " + std::to_string(d_model) + " dimensions.",
+                        kind.sinusoidal(SinusoidalSpec{d_model}, positions)});
+      }
+    } else {
+      progress("figure: " + name);
+      figs.push_back({"fig-" + name, std::string(kind.heading), "",
+                      kind.is_sinusoidal() ? kind.sinusoidal(SinusoidalSpec{128}, kind.default_positions)
+                                           : kind.model(spec, o.model_name)});
+    }
+    if (kind.is_sinusoidal()) sinusoidal_count = figs.size();
+  }
   progress("verify: measuring the seed's claims");
   const std::vector<ClaimResult> claims = verify_claims(o.verify);
 
@@ -291,9 +286,9 @@ std::string html_report(const ReportOptions& o) {
     }
   };
   h += "<section id=\"figures-sinusoidal\">\n<h2>The sinusoidal encoding</h2>\n";
-  emit(0, 3);
+  emit(0, sinusoidal_count);
   h += "</section>\n<section id=\"figures-rope\">\n<h2>RoPE and its scaling methods</h2>\n";
-  emit(3, figs.size());
+  emit(sinusoidal_count, figs.size());
   h += "</section>\n";
   progress("table: per-pair frequencies");
   h += "<section id=\"pairs\">\n<h2>Per-pair table</h2>\n" + pair_table(spec, f) + "</section>\n";

@@ -42,6 +42,16 @@ void add_rows(const SinusoidalSpec& spec, std::span<T> embeddings, std::int64_t 
 
 }  // namespace
 
+std::string_view sinusoidal_layout_name(SinusoidalLayout layout) {
+  return layout == SinusoidalLayout::kInterleaved ? "interleaved" : "concatenated";
+}
+
+SinusoidalLayout parse_sinusoidal_layout(std::string_view name, std::string_view field) {
+  if (name == "interleaved") return SinusoidalLayout::kInterleaved;
+  if (name == "concatenated") return SinusoidalLayout::kConcatenated;
+  throw Error(std::string(field) + " (\"" + std::string(name) + "\") must be interleaved or concatenated");
+}
+
 void validate(const SinusoidalSpec& spec) {
   if (spec.d_model <= 0 || spec.d_model % 2 != 0) {
     throw Error("sinusoidal: d_model (" + std::to_string(spec.d_model) +

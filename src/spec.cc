@@ -373,6 +373,13 @@ std::string_view layout_name(Layout layout) {
   return layout == Layout::kHalfSplit ? "half-split" : "interleaved";
 }
 
+Layout parse_layout(std::string_view name, std::string_view field) {
+  if (name == "half-split") return Layout::kHalfSplit;
+  if (name == "interleaved") return Layout::kInterleaved;
+  throw Error(std::string(field) + " (\"" + std::string(name) +
+              "\") must be half-split (pairs (i, i + n)) or interleaved (pairs (2i, 2i + 1))");
+}
+
 std::vector<std::string> validate(const RopeSpec& spec) {
   Checker c(spec);
   check_dims(spec, c);

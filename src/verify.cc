@@ -22,12 +22,6 @@ namespace {
 using detail::num;
 using Matrix = std::vector<double>;  // row-major
 
-std::string sci(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.3g", v);
-  return buf;
-}
-
 double distance(const double* a, const double* b, std::size_t d) {
   double s = 0;
   for (std::size_t j = 0; j < d; ++j) s += (a[j] - b[j]) * (a[j] - b[j]);
@@ -115,7 +109,7 @@ class Verifier {
         if (dist < best) best = dist, a = p, b = q;
       }
     add("unique-codes", "each position gets a unique code",
-        "smallest distance between two of " + std::to_string(n_) + " positions: " + sci(best) + " (positions " +
+        "smallest distance between two of " + std::to_string(n_) + " positions: " + detail::sig(best, 3) + " (positions " +
             std::to_string(a) + " and " + std::to_string(b) + ")",
         best, best > 1e-6);
   }
@@ -132,7 +126,7 @@ class Verifier {
     const std::vector<double> longer = sinusoidal_table(spec_, o_.positions * 2);
     const bool same = std::equal(table_.begin(), table_.end(), longer.begin());
     add("distance-invariance", "the distance between positions p and p + k does not depend on p or on the sequence length",
-        "largest |dist(p, p+k) - dist(0, k)| over p, k in {1, 2, 10, 100}: " + sci(worst) + "; rows of a " +
+        "largest |dist(p, p+k) - dist(0, k)| over p, k in {1, 2, 10, 100}: " + detail::sig(worst, 3) + "; rows of a " +
             std::to_string(2 * n_) + "-position table " + (same ? "equal" : "differ from") + " the " +
             std::to_string(n_) + "-position table bit for bit",
         worst, worst < 1e-9 && same);
@@ -172,8 +166,8 @@ class Verifier {
     }
     add("generalisation", "the encoding extends to positions longer than any seen",
         "positions " + std::to_string(n_) + ".." + std::to_string(10 * n_) + ": largest |PE| " + num(max_abs) +
-            ", smallest distance to a seen position " + sci(min_dist) + ", largest error of T(delta) from the last seen position " +
-            sci(shift_err),
+            ", smallest distance to a seen position " + detail::sig(min_dist, 3) + ", largest error of T(delta) from the last seen position " +
+            detail::sig(shift_err, 3),
         min_dist, max_abs <= 1.0 && min_dist > 1e-6 && shift_err < 1e-9);
   }
 
@@ -189,9 +183,9 @@ class Verifier {
                            std::abs(last / expected_last - 1) < 1e-12 && last < kDefaultRopeTheta * two_pi;
     add("wavelength-range",
         "wavelengths form a geometric progression from 2π towards 10000·2π (the seed writes 1000·2π)",
-        "from " + num(first) + " (2π) to " + sci(last) + " = 2π·" + sci(last / two_pi) +
-            " = 2π·10000^((d-2)/d); ratio " + num(step) + " per pair (largest deviation " + sci(worst) +
-            "); the seed's 1000·2π is wrong by a factor " + sci(last / (1000 * two_pi)) + ": the limit is 10000·2π",
+        "from " + num(first) + " (2π) to " + detail::sig(last, 3) + " = 2π·" + detail::sig(last / two_pi, 3) +
+            " = 2π·10000^((d-2)/d); ratio " + num(step) + " per pair (largest deviation " + detail::sig(worst, 3) +
+            "); the seed's 1000·2π is wrong by a factor " + detail::sig(last / (1000 * two_pi), 3) + ": the limit is 10000·2π",
         last, geometric);
   }
 
@@ -207,7 +201,7 @@ class Verifier {
       }
     }
     add("shift-matrix", "PE(p + Δ) = T(Δ)·PE(p) with T(Δ) independent of p",
-        "largest |PE(p+Δ) - T(Δ)PE(p)| over p in [0, N) and Δ in {-100, -1, 1, 7, 100, 1000, N, 100000}: " + sci(worst),
+        "largest |PE(p+Δ) - T(Δ)PE(p)| over p in [0, N) and Δ in {-100, -1, 1, 7, 100, 1000, N, 100000}: " + detail::sig(worst, 3),
         worst, worst < 1e-9);
   }
 
@@ -245,9 +239,9 @@ class Verifier {
     const double encoded =
         max_diff(attention(with_pe(permute(x)), wq, wk, wv, n, d), permute(attention(with_pe(x), wq, wk, wv, n, d)));
     add("attention-blind-to-order", "without an encoding, permuting the input rows only permutes attention's output rows",
-        "largest |Attn(PX) - P·Attn(X)| on random X, W (16 tokens, d 64): " + sci(plain), plain, plain < 1e-12);
+        "largest |Attn(PX) - P·Attn(X)| on random X, W (16 tokens, d 64): " + detail::sig(plain, 3), plain, plain < 1e-12);
     add("encoding-breaks-symmetry", "with the encoding added, attention sees the order",
-        "largest |Attn(PX + E) - P·Attn(X + E)|: " + sci(encoded), encoded, encoded > 1e-3);
+        "largest |Attn(PX + E) - P·Attn(X + E)|: " + detail::sig(encoded, 3), encoded, encoded > 1e-3);
   }
 
   RopeSpec llama2(Method method) const {
@@ -277,8 +271,8 @@ class Verifier {
       scale = std::max(scale, std::abs(a));
     }
     add("rope-relative", "RoPE: q_m·k_n depends only on n - m",
-        "largest |<R(m)q, R(n)k> - <R(m+s)q, R(n+s)k>| over 200 random q, k, m, n, s < 2^20: " + sci(worst) +
-            " (logits up to " + sci(scale) + ")",
+        "largest |<R(m)q, R(n)k> - <R(m+s)q, R(n+s)k>| over 200 random q, k, m, n, s < 2^20: " + detail::sig(worst, 3) +
+            " (logits up to " + detail::sig(scale, 3) + ")",
         worst, worst < 1e-9 * std::max(1.0, scale));
   }
 
@@ -343,10 +337,10 @@ class Verifier {
     RopeSpec l3 = llama2(Method::kLlama3);
     const MethodEffect llama3 = effect(l3, 0);
     auto describe = [](const char* name, const MethodEffect& e) {
-      return std::string(name) + ": logits move by " + sci(e.local) + " at distances < 256 and " + sci(e.window) +
-             " over L (relative RMS, attention factor " + sci(e.attention_factor) + " divided out); " +
+      return std::string(name) + ": logits move by " + detail::sig(e.local, 3) + " at distances < 256 and " + detail::sig(e.window, 3) +
+             " over L (relative RMS, attention factor " + detail::sig(e.attention_factor, 3) + " divided out); " +
              std::to_string(e.out_of_range) + " pairs past their trained range at 16L; highest / lowest pair scaled by " +
-             sci(e.first_ratio) + " / " + sci(e.last_ratio);
+             detail::sig(e.first_ratio, 3) + " / " + detail::sig(e.last_ratio, 3);
     };
     const std::string setup = " (Llama 2 7B: head_dim 128, L 4096, s 16)";
     add("scaling-none", "extrapolation (no scaling) leaves logits inside L alone but rotates low-frequency pairs past anything seen in training" + setup,
@@ -354,7 +348,7 @@ class Verifier {
     add("scaling-linear", "Position Interpolation keeps every pair in its trained range, at the cost of moving even local logits inside L" + setup,
         describe("linear", linear), linear.local, linear.out_of_range == 0 && linear.local > 0.1);
     add("scaling-ntk", "NTK-aware scaling keeps the highest frequency and divides the lowest by s, but leaves pairs in between past their trained range (YaRN paper §3.1)" + setup,
-        describe("ntk", ntk) + "; " + describe(("dynamic at 16L (transformers' formula: scale in effect " + sci(dynamic.scale) + ")").c_str(), dynamic), ntk.out_of_range,
+        describe("ntk", ntk) + "; " + describe(("dynamic at 16L (transformers' formula: scale in effect " + detail::sig(dynamic.scale, 3) + ")").c_str(), dynamic), ntk.out_of_range,
         ntk.out_of_range > 0 && ntk.first_ratio == 1.0 && std::abs(ntk.last_ratio * 16 - 1) < 1e-12);
     add("scaling-yarn", "YaRN keeps every pair in its trained range and moves local logits less than PI" + setup,
         describe("yarn", yarn) + "; " + describe("yarn-paper", yarn_paper), yarn.local,
@@ -395,7 +389,7 @@ class Verifier {
       if (j / 2 < d_ / 4) high += sq;
     }
     add("q-high-frequency-energy", "open question: do the high-frequency dimensions drown the low-frequency ones?",
-        "the high-frequency half of the pairs carries " + sci(100 * high / total) +
+        "the high-frequency half of the pairs carries " + detail::sig(100 * high / total, 3) +
             "% of the encoding's variance over " + std::to_string(n_) + " positions",
         high / total, true, true);
   }
@@ -418,7 +412,7 @@ class Verifier {
       }
     }
     add("q-relative-offset", "open question: does the relative-offset property hold in practice?",
-        "<PE(p), PE(p+k)> depends on k alone to " + sci(worst64) + " in float64 and to " + sci(worst32) +
+        "<PE(p), PE(p+k)> depends on k alone to " + detail::sig(worst64, 3) + " in float64 and to " + detail::sig(worst32, 3) +
             " with the table stored in float32 (p < 100000, k in {1, 10, 100}; the dot product is up to " +
             std::to_string(d_ / 2) + ")",
         worst32, true, true);

@@ -10,6 +10,7 @@
 #include <regex>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -191,6 +192,39 @@ TEST(Plot, HelpListsKinds) {
   EXPECT_EQ(r.status, 0);
   for (const char* kind : {"sinusoidal", "similarity", "wavelengths", "yarn-ramp", "decay", "attention-factor"}) {
     EXPECT_NE(r.out.find(kind), std::string::npos) << kind;
+  }
+}
+
+// The kinds `posenc plot --help` lists and the figures of the report are figure_kinds().
+TEST(Plot, HelpAndReportShowTheRegistry) {
+  const CliRun r = posenc("plot --help");
+  ASSERT_EQ(r.status, 0);
+  const auto start = r.out.find("KIND is one of:\n");
+  ASSERT_NE(start, std::string::npos) << r.out;
+  std::istringstream lines(r.out.substr(start + 16));
+  std::vector<std::string> listed;
+  for (std::string line; std::getline(lines, line) && line.rfind("  ", 0) == 0 && line.size() > 2 && line[2] != ' ';) {
+    listed.push_back(line.substr(2, line.find(' ', 2) - 2));
+  }
+  std::vector<std::string> registry;
+  for (const posenc::figures::FigureKind& k : posenc::figures::figure_kinds()) {
+    registry.emplace_back(k.name);
+    EXPECT_NE(r.out.find(std::string(k.name) + std::string(18 - k.name.size(), ' ') + std::string(k.help)),
+              std::string::npos)
+        << k.name;
+  }
+  EXPECT_EQ(listed, registry) << r.out;
+  const std::string& h = default_report();
+  std::vector<std::string> ids;
+  const std::regex figure_id("<figure id=\"fig-([a-z-]+?)(-50|-200)?\"");
+  for (auto it = std::sregex_iterator(h.begin(), h.end(), figure_id); it != std::sregex_iterator(); ++it) {
+    if (ids.empty() || ids.back() != (*it)[1].str()) ids.push_back((*it)[1].str());
+  }
+  EXPECT_EQ(ids, registry);
+  for (const posenc::figures::FigureKind& k : posenc::figures::figure_kinds()) {
+    std::string heading(k.heading);
+    for (auto at = heading.find('\''); at != std::string::npos; at = heading.find('\'', at)) heading.replace(at, 1, "&apos;");
+    EXPECT_NE(h.find("aria-label=\"" + heading), std::string::npos) << k.heading;
   }
 }
 

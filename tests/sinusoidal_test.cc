@@ -248,4 +248,19 @@ TEST(SinusoidalTest, ValidateNamesFieldAndValue) {
   EXPECT_NO_THROW(posenc::validate(Spec(64, 10000.0, SinusoidalLayout::kInterleaved)));
 }
 
+TEST(Sinusoidal, LayoutNamesParseBack) {
+  for (SinusoidalLayout l : {SinusoidalLayout::kInterleaved, SinusoidalLayout::kConcatenated}) {
+    EXPECT_EQ(posenc::parse_sinusoidal_layout(posenc::sinusoidal_layout_name(l)), l);
+  }
+  EXPECT_EQ(posenc::sinusoidal_layout_name(SinusoidalLayout::kInterleaved), "interleaved");
+  EXPECT_EQ(posenc::sinusoidal_layout_name(SinusoidalLayout::kConcatenated), "concatenated");
+  try {
+    posenc::parse_sinusoidal_layout("half-split", "--layout");
+    ADD_FAILURE() << "half-split accepted";
+  } catch (const posenc::Error& e) {
+    EXPECT_STREQ(e.what(), "--layout (\"half-split\") must be interleaved or concatenated");
+  }
+}
+
 }  // namespace
+

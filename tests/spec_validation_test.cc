@@ -1,7 +1,6 @@
-// Every error that RopeSpec validation (src/spec.cc) and the config.json parser (src/config*.cc)
-// raise, one test each: the message must name the field and the value (docs/design.md §6).
-// The parser's type errors (a string or bool where a number is expected, a fractional or
-// negative integer, ...) are tested in config_test.cc (suite ConfigTypeErrors).
+// Every error that RopeSpec validation (src/spec.cc) raises, one test each: the message must
+// name the field and the value (docs/design.md §6). The config.json parser's own errors are in
+// config_validation_test.cc.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -38,10 +37,6 @@ std::string error_of(const std::function<void()>& fn) {
 
 std::string validate_error(const RopeSpec& spec) {
   return error_of([&] { validate(spec); });
-}
-
-std::string config_error(std::string_view json) {
-  return error_of([&] { parse_hf_config(json); });
 }
 
 // Matches a message naming `field` and showing `value`.
@@ -467,152 +462,6 @@ TEST(SpecValidation, LongropeOriginalContextAboveMaxWarns) {
   EXPECT_THAT(validate(longrope()), ::testing::IsEmpty());
 }
 
-// --- The parser (config.cc, config_rope.cc): errors other than type errors
-
-TEST(ConfigValidation, ValidateErrorsNameTheSource) {
-  EXPECT_THAT(config_error(R"({"head_dim": 64, "max_position_embeddings": 16384,
-      "rope_scaling": {"rope_type": "yarn", "factor": 4.0, "beta_fast": 0.5,
-                       "original_max_position_embeddings": 4096}})"),
-              AllOf(StartsWith("config.json: yarn: "), Names("beta_fast", "(0.5)")));
-}
-
-TEST(ConfigValidation, PerLayerValidateErrorsNameTheLayer) {
-  EXPECT_THAT(config_error(R"({"head_dim": 64, "rope_parameters": {
-      "sliding_attention": {"rope_type": "linear", "factor": -2.0}}})"),
-              AllOf(HasSubstr("rope_parameters.sliding_attention"), Names("factor", "(-2)")));
-}
-
-TEST(ConfigValidation, UnknownRopeType) {
-  EXPECT_THAT(config_error(R"({"head_dim": 64, "rope_scaling": {"rope_type": "yarnn"}})"),
-              Names("rope_scaling.rope_type", "(\"yarnn\")"));
-}
-
-TEST(ConfigValidation, RopeTypeAndTypeDisagree) {
-  EXPECT_THAT(
-      config_error(R"({"head_dim": 64,
-      "rope_scaling": {"rope_type": "yarn", "type": "linear", "factor": 2.0}})"),
-      AllOf(Names("rope_scaling.rope_type", "\"yarn\""), Names("rope_scaling.type", "\"linear\"")));
-}
-
-TEST(ConfigValidation, MissingFactor) {
-  EXPECT_THAT(config_error(R"({"head_dim": 64, "rope_scaling": {"rope_type": "linear"}})"),
-              Names("rope_scaling.factor", "\"linear\""));
-}
-
-TEST(ConfigValidation, NullRequiredFactor) {
-  EXPECT_THAT(config_error(R"({"head_dim": 64,
-      "rope_scaling": {"rope_type": "dynamic", "factor": null}})"),
-              Names("rope_scaling.factor", "(null)"));
-}
-
-TEST(ConfigValidation, Llama3MissingKey) {
-  EXPECT_THAT(config_error(R"({"head_dim": 64, "rope_scaling": {"rope_type": "llama3",
-      "factor": 8.0, "high_freq_factor": 4.0, "original_max_position_embeddings": 8192}})"),
-              Names("rope_scaling.low_freq_factor", "\"llama3\""));
-}
-
-TEST(ConfigValidation, Llama3NullOriginalContext) {
-  EXPECT_THAT(config_error(R"({"head_dim": 64, "rope_scaling": {"rope_type": "llama3",
-      "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
-      "original_max_position_embeddings": null}})"),
-              Names("rope_scaling.original_max_position_embeddings", "(null)"));
-}
-
-TEST(ConfigValidation, LongropeMissingList) {
-  EXPECT_THAT(config_error(R"({"head_dim": 4, "rope_scaling": {"rope_type": "longrope",
-      "short_factor": [1, 1]}})"),
-              Names("rope_scaling.long_factor", "\"longrope\""));
-}
-
-TEST(ConfigValidation, YarnWithoutAnyContextLength) {
-  EXPECT_THAT(config_error(R"({"head_dim": 64,
-      "rope_scaling": {"rope_type": "yarn", "factor": 4.0}})"),
-              AllOf(HasSubstr("rope_scaling.original_max_position_embeddings is missing"),
-                    HasSubstr("max_position_embeddings is not set"), HasSubstr("\"yarn\"")));
-}
-
-TEST(ConfigValidation, LongropeTopLevelContextWithoutMaxPositions) {
-  EXPECT_THAT(config_error(R"({"head_dim": 4, "original_max_position_embeddings": 4096,
-      "rope_scaling": {"rope_type": "longrope", "short_factor": [1, 1],
-                       "long_factor": [1, 1]}})"),
-              AllOf(Names("original_max_position_embeddings", "(4096)"),
-                    HasSubstr("needs max_position_embeddings")));
-}
-
-TEST(ConfigValidation, LongropeWithoutAnyContextLength) {
-  EXPECT_THAT(config_error(R"({"head_dim": 4, "rope_scaling": {"rope_type": "longrope",
-      "factor": 4.0, "short_factor": [1, 1], "long_factor": [1, 1]}})"),
-              AllOf(HasSubstr("rope_scaling.original_max_position_embeddings is missing"),
-                    HasSubstr("max_position_embeddings is not set")));
-}
-
-TEST(ConfigValidation, LongropeWithoutFactorOrMaxPositions) {
-  EXPECT_THAT(config_error(R"({"head_dim": 4, "rope_scaling": {"rope_type": "longrope",
-      "original_max_position_embeddings": 4096, "short_factor": [1, 1],
-      "long_factor": [1, 1]}})"),
-              AllOf(HasSubstr("rope_scaling.factor is missing"),
-                    HasSubstr("max_position_embeddings is not set")));
-}
-
-TEST(ConfigValidation, MissingHiddenSize) {
-  EXPECT_THAT(config_error(R"({"num_attention_heads": 32})"),
-              AllOf(HasSubstr("hidden_size is missing"), HasSubstr("head_dim")));
-}
-
-TEST(ConfigValidation, NullNumAttentionHeads) {
-  EXPECT_THAT(config_error(R"({"hidden_size": 4096, "num_attention_heads": null})"),
-              Names("num_attention_heads", "(null)"));
-}
-
-TEST(ConfigValidation, HiddenSizeNotDivisible) {
-  EXPECT_THAT(config_error(R"({"hidden_size": 4096, "num_attention_heads": 48})"),
-              AllOf(Names("hidden_size", "(4096)"), Names("num_attention_heads", "(48)")));
-}
-
-TEST(ConfigValidation, DeepseekWithoutRopeHeadDim) {
-  EXPECT_THAT(config_error(R"({"model_type": "deepseek_v3", "hidden_size": 7168,
-                               "num_attention_heads": 128})"),
-              AllOf(HasSubstr("qk_rope_head_dim is missing"), HasSubstr("deepseek_v3")));
-}
-
-TEST(ConfigValidation, PartialRotaryFactorOutOfRange) {
-  EXPECT_THAT(config_error(R"({"model_type": "phi", "head_dim": 64,
-                               "partial_rotary_factor": 1.5})"),
-              Names("partial_rotary_factor", "(1.5)"));
-}
-
-TEST(ConfigValidation, PartialRotaryFactorGivesOddRotaryDim) {
-  // transformers: int(100 * 0.25) = 25, an odd number of dims.
-  EXPECT_THAT(
-      config_error(R"({"model_type": "phi", "head_dim": 100,
-                               "partial_rotary_factor": 0.25})"),
-      AllOf(Names("partial_rotary_factor", "(0.25)"), Names("head_dim", "(100)"), HasSubstr("25")));
-}
-
-TEST(ConfigValidation, RotaryPctGivesNoDims) {
-  EXPECT_THAT(config_error(R"({"model_type": "gpt_neox", "hidden_size": 1024,
-                               "num_attention_heads": 16, "rotary_pct": 0.01})"),
-              AllOf(Names("rotary_pct", "(0.01)"), Names("head_dim", "(64)")));
-}
-
-TEST(ConfigValidation, EveryLayerTypeNull) {
-  EXPECT_THAT(config_error(R"({"head_dim": 64, "layer_types": ["full_attention"],
-                               "rope_parameters": {"full_attention": null}})"),
-              Names("rope_parameters", "{\"full_attention\": null}"));
-}
-
-TEST(ConfigValidation, RopeParametersMixNestedAndFlat) {
-  EXPECT_THAT(config_error(R"({"head_dim": 64, "rope_parameters": {
-      "rope_type": "linear", "full_attention": {"rope_type": "default"}}})"),
-              AllOf(Names("rope_parameters.rope_type", "(\"linear\")"), HasSubstr("mixes")));
-}
-
-TEST(ConfigValidation, UnreadableFile) {
-  EXPECT_THAT(error_of([] { load_hf_config("/nonexistent/dir/config.json"); }),
-              AllOf(HasSubstr("cannot read /nonexistent/dir/config.json"),
-                    HasSubstr("No such file or directory")));
-}
-
 }  // namespace
 
 // llama.cpp's rope_freqs as RopeSpec::freq_factors: n divisors > 0, not beside a method that has
@@ -638,4 +487,12 @@ TEST(SpecValidation, FreqFactors) {
   EXPECT_NO_THROW(validate(y));
 }
 
+TEST(SpecValidation, LayoutNamesParseBack) {
+  for (Layout l : {Layout::kHalfSplit, Layout::kInterleaved}) EXPECT_EQ(parse_layout(layout_name(l)), l);
+  EXPECT_EQ(error_of([] { parse_layout("concatenated"); }),
+            "layout (\"concatenated\") must be half-split (pairs (i, i + n)) or interleaved (pairs (2i, 2i + 1))");
+  EXPECT_THAT(error_of([] { parse_layout("neox", "--layout"); }), StartsWith("--layout (\"neox\")"));
+}
+
 }  // namespace posenc
+

@@ -9,6 +9,9 @@
 //   decay_figure        RoFormer §3.4.3's long-term decay bound vs relative distance, per method
 //   attention_factor_figure
 //                       attention factors vs the scale factor s: YaRN, DeepSeek, LongRoPE
+//   perplexity_figure   `posenc eval`'s perplexity against context, one line per method
+//
+// figure_kinds() lists the first six (the kinds `posenc plot` draws and the report shows).
 //
 // The RoPE figures compare methods in one Scenario taken from the model: its dims and base, its
 // scale factor s (8 when the model has no scaling), its original context L and the extended
@@ -92,5 +95,38 @@ std::string wavelength_figure(const RopeSpec& model, std::string_view model_name
 std::string yarn_ramp_figure(const RopeSpec& model, std::string_view model_name = {});
 std::string decay_figure(const RopeSpec& model, std::string_view model_name = {});
 std::string attention_factor_figure(const RopeSpec& model, std::string_view model_name = {});
+
+// `posenc eval`'s results: the perplexity of one method at one context.
+struct PerplexityPoint {
+  std::string method;
+  std::int64_t context = 0;
+  double perplexity = 0;  // not finite: left out of the line
+};
+
+// Perplexity against context (log-log), one line per name in `methods` (yarn-paper and
+// dynamic-yarn dashed), the x axis spanning `contexts`, a dashed line at `trained_context`.
+// `caption` describes the protocol; the figure adds "Trained context N (dashed line).".
+std::string perplexity_figure(std::string_view title, std::string_view caption,
+                              std::span<const std::string> methods, std::span<const std::int64_t> contexts,
+                              std::span<const PerplexityPoint> points, std::int64_t trained_context);
+
+// One figure kind of `posenc plot`: a sinusoidal kind (drawn from a SinusoidalSpec and a number
+// of positions) or a model kind (drawn from a model's RopeSpec).
+struct FigureKind {
+  std::string_view name;     // as `posenc plot` takes it: "sinusoidal", "wavelengths", ...
+  std::string_view title;    // the stable title prefix (kSinusoidalTitle, ...)
+  std::string_view heading;  // the report's heading
+  std::string_view help;     // one line for `posenc plot --help`
+  std::int64_t default_positions = 0;  // sinusoidal kinds: positions drawn by default
+  std::string (*sinusoidal)(const SinusoidalSpec&, std::int64_t positions) = nullptr;  // or
+  std::string (*model)(const RopeSpec&, std::string_view model_name) = nullptr;
+  bool is_sinusoidal() const { return sinusoidal != nullptr; }
+};
+
+// Every kind, in the order `posenc plot --help` and the report show them.
+std::span<const FigureKind> figure_kinds();
+
+// The kind called `name`, or nullptr.
+const FigureKind* find_figure_kind(std::string_view name);
 
 }  // namespace posenc::figures

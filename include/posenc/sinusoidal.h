@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include "posenc/defaults.h"
@@ -24,6 +25,10 @@
 namespace posenc {
 
 enum class SinusoidalLayout { kInterleaved, kConcatenated };
+
+// "interleaved" or "concatenated", and its inverse (throws Error naming `field` and the value).
+std::string_view sinusoidal_layout_name(SinusoidalLayout layout);
+SinusoidalLayout parse_sinusoidal_layout(std::string_view name, std::string_view field = "layout");
 
 struct SinusoidalSpec {
   std::int64_t d_model = 0;  // even, > 0

@@ -98,6 +98,9 @@ void set_method(RopeSpec& spec, std::string_view name, std::string_view field = 
 
 std::string_view layout_name(Layout layout);  // "half-split" or "interleaved"
 
+// The inverse of layout_name; throws Error naming `field` and the value when it is neither.
+Layout parse_layout(std::string_view name, std::string_view field = "layout");
+
 // Checks every field the method uses. Throws Error naming the field, its value and the rule
 // (e.g. "yarn: beta_fast (0.5) must be greater than beta_slow (1)"). Returns warnings for legal
 // but suspicious input (factor below 1, a factor that disagrees with L' / L, ...).
