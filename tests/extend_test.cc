@@ -14,6 +14,7 @@
 #include "posenc/error.h"
 #include "posenc/frequencies.h"
 #include "posenc/presets.h"
+#include "support/error_of.h"
 
 namespace posenc {
 namespace {
@@ -37,12 +38,7 @@ ExtendOptions with(const std::string& scaling, std::optional<std::int64_t> targe
 
 // The message of the Error extend_spec throws; "(no error)" when none.
 std::string error_of(const RopeSpec& base, const ExtendOptions& o) {
-  try {
-    extend_spec(base, o, nullptr);
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
+  return posenc::testing::error_of([&] { extend_spec(base, o, nullptr); });
 }
 
 TEST(Extend, NoOptionsReturnTheModelUnchanged) {

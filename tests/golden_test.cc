@@ -12,29 +12,18 @@
 
 #include "posenc/frequencies.h"
 #include "posenc/spec.h"
+#include "support/spec_builder.h"
 
 namespace {
 
 using posenc::Method;
 using posenc::Numerics;
 using posenc::RopeSpec;
-
-RopeSpec Spec(Method method, std::int64_t head_dim, double theta, double factor,
-              std::int64_t original, std::int64_t max_pos) {
-  RopeSpec spec;
-  spec.method = method;
-  spec.head_dim = head_dim;
-  spec.rotary_dim = head_dim;
-  spec.rope_theta = theta;
-  spec.factor = factor;
-  spec.original_max_position_embeddings = original;
-  spec.max_position_embeddings = max_pos;
-  return spec;
-}
+using posenc::testing::make_spec;
 
 // Plain RoPE, RoFormer / Llama 2 7B (head_dim 128, theta 10000).
 TEST(GoldenTest, PlainRopeLlama2) {
-  const RopeSpec spec = Spec(Method::kNone, 128, 10000.0, 1.0, 0, 4096);
+  const RopeSpec spec = make_spec(Method::kNone, 128, 10000.0, 1.0, 0, 4096);
   const posenc::Frequencies f = posenc::compute_frequencies(spec);
   ASSERT_EQ(f.pair_count(), 64);
   EXPECT_EQ(f.inv_freq[0], 1.0);  // b^0
@@ -54,7 +43,7 @@ TEST(GoldenTest, PlainRopeLlama2) {
 //   c(1)  = 128 ln(4096 / (2 pi))  / (2 ln 10^4) = 128 * 6.479905 / 18.420681 = 45.027 -> ceil 46
 // Attention factor 0.1 ln 16 + 1 = 0.4 ln 2 + 1 = 1.2772588722239781 (ln 2 = 0.693147180559945).
 TEST(GoldenTest, YarnLlama2x16) {
-  const RopeSpec spec = Spec(Method::kYarn, 128, 10000.0, 16.0, 4096, 65536);
+  const RopeSpec spec = make_spec(Method::kYarn, 128, 10000.0, 16.0, 4096, 65536);
   const posenc::Frequencies f = posenc::compute_frequencies(spec, Numerics::kPrecise);
   ASSERT_TRUE(f.correction_low.has_value());
   ASSERT_TRUE(f.correction_high.has_value());
@@ -80,7 +69,7 @@ TEST(GoldenTest, YarnLlama2x16) {
 //   i > 64 ln(8192 / 2 pi) / ln 500000 = 64 * 7.173022 / 13.122363 = 34.984  -> pairs 35..63 / 8
 // and pairs 29..34 blend strictly between w/8 and w.
 TEST(GoldenTest, Llama31) {
-  RopeSpec spec = Spec(Method::kLlama3, 128, 500000.0, 8.0, 8192, 131072);
+  RopeSpec spec = make_spec(Method::kLlama3, 128, 500000.0, 8.0, 8192, 131072);
   spec.llama3.low_freq_factor = 1.0;
   spec.llama3.high_freq_factor = 4.0;
   const posenc::Frequencies f = posenc::compute_frequencies(spec, Numerics::kPrecise);
@@ -108,7 +97,7 @@ TEST(GoldenTest, Llama31) {
 // Correction dims: c(32) = 64 * 3.014135 / 18.420681 = 10.472 -> 10;
 //                  c(1)  = 64 * 6.479905 / 18.420681 = 22.513 -> 23.
 TEST(GoldenTest, DeepSeekV3) {
-  RopeSpec spec = Spec(Method::kYarn, 64, 10000.0, 40.0, 4096, 163840);
+  RopeSpec spec = make_spec(Method::kYarn, 64, 10000.0, 40.0, 4096, 163840);
   spec.layout = posenc::Layout::kInterleaved;
   spec.yarn.mscale = 1.0;
   spec.yarn.mscale_all_dim = 1.0;
@@ -129,7 +118,7 @@ TEST(GoldenTest, DeepSeekV3) {
 // (digits: the same expression in IEEE double, which is accurate to ~1e-15 here).
 // Attention factor 0.1 ln 32 + 1 = 0.5 ln 2 + 1 = 1.3465735902799727.
 TEST(GoldenTest, GptOss20b) {
-  RopeSpec spec = Spec(Method::kYarn, 64, 150000.0, 32.0, 4096, 131072);
+  RopeSpec spec = make_spec(Method::kYarn, 64, 150000.0, 32.0, 4096, 131072);
   spec.yarn.truncate = false;
   const posenc::Frequencies f = posenc::compute_frequencies(spec, Numerics::kPrecise);
   ASSERT_TRUE(f.correction_low.has_value());
@@ -147,7 +136,7 @@ TEST(GoldenTest, GptOss20b) {
 // max_position_embeddings 131072, so s = 32): LongRoPE's attention factor
 // sqrt(1 + ln 32 / ln 4096) = sqrt(1 + 5 ln 2 / (12 ln 2)) = sqrt(17/12) = 1.1902380714238083.
 TEST(GoldenTest, Phi3LongropeAttentionFactor) {
-  RopeSpec spec = Spec(Method::kLongrope, 96, 10000.0, 32.0, 4096, 131072);
+  RopeSpec spec = make_spec(Method::kLongrope, 96, 10000.0, 32.0, 4096, 131072);
   spec.longrope.short_factor.assign(48, 1.0);
   spec.longrope.long_factor.assign(48, 2.0);
   const posenc::Frequencies f = posenc::compute_frequencies(spec, Numerics::kPrecise, 8192);
@@ -163,7 +152,7 @@ TEST(GoldenTest, Phi3LongropeAttentionFactor) {
 // 10000 * 8^(128/126) = 10000 * 2^(64/21) = 80000 * 2^(1/21), and
 // 2^(1/21) = exp(ln 2 / 21) = exp(0.0330070085980926) = 1.0335577830070277, so 82684.62264056221.
 TEST(GoldenTest, NtkBase) {
-  const RopeSpec spec = Spec(Method::kNtk, 128, 10000.0, 8.0, 0, 4096);
+  const RopeSpec spec = make_spec(Method::kNtk, 128, 10000.0, 8.0, 0, 4096);
   const posenc::Frequencies f = posenc::compute_frequencies(spec, Numerics::kPrecise);
   EXPECT_NEAR(f.base, 82684.62264056221, 82684.62264056221 * 4e-15);
   // The last pair: base^(-126/128) = (10000 * 8^(128/126))^(-126/128) = 10000^(-126/128) / 8,

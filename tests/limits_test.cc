@@ -28,10 +28,13 @@
 #include "posenc/perplexity.h"
 #include "posenc/report.h"
 #include "posenc/verify.h"
+#include "support/error_of.h"
 #include "support/shared_data.h"
 #include "support/temp_files.h"
 
 namespace {
+
+using posenc::testing::error_of;
 
 using ::testing::AllOf;
 using ::testing::HasSubstr;
@@ -52,16 +55,6 @@ std::string sparse_file(const std::string& name, const std::string& head, std::u
   const std::string path = write_file(name, head);
   std::filesystem::resize_file(path, size);
   return path;
-}
-
-template <typename F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const posenc::Error& e) {
-    return e.what();
-  }
-  return "(no error)";
 }
 
 // A pipe fed by a thread with `head` and then `fill` bytes forever (until the reader closes it);

@@ -6,6 +6,7 @@
 
 #include "posenc/config.h"
 #include "posenc/error.h"
+#include "support/error_of.h"
 #include "support/matchers.h"
 
 namespace posenc::testing {
@@ -16,12 +17,7 @@ inline std::string config_path(std::string_view file) {
 
 // The message of the posenc::Error that parsing `json` throws; "(no error)" when none.
 inline std::string config_error_of(std::string_view json) {
-  try {
-    parse_hf_config(json);
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
+  return error_of([&] { parse_hf_config(json); });
 }
 
 }  // namespace posenc::testing

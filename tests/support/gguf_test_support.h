@@ -13,6 +13,7 @@
 #include "posenc/error.h"
 #include "posenc/gguf.h"
 #include "support/config_test_support.h"
+#include "support/error_of.h"
 #include "support/gguf_writer.h"
 #include "support/matchers.h"
 
@@ -26,12 +27,7 @@ inline std::string gguf_path(std::string_view name) {
 
 // The message of the Error that parsing (and mapping) `bytes` throws; "(no error)" when none.
 inline std::string error_of(const std::vector<std::uint8_t>& bytes) {
-  try {
-    gguf_model(parse_gguf(bytes, "t.gguf"));
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
+  return error_of([&] { gguf_model(parse_gguf(bytes, "t.gguf")); });
 }
 
 inline GgufModel model_of(const std::vector<std::uint8_t>& bytes) { return gguf_model(parse_gguf(bytes, "t.gguf")); }

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "posenc/spec.h"
+#include "support/spec_builder.h"
 
 namespace posenc_test {
 
@@ -26,12 +27,8 @@ inline constexpr std::int64_t kGridOriginal = 4096;  // L (and L' for dynamic NT
 
 inline posenc::RopeSpec BaseSpec(posenc::Method method, std::int64_t head_dim,
                                  std::int64_t rotary_dim, double theta, double factor) {
-  posenc::RopeSpec spec;
-  spec.method = method;
-  spec.head_dim = head_dim;
+  posenc::RopeSpec spec = posenc::testing::make_spec(method, head_dim, theta, factor);
   spec.rotary_dim = rotary_dim;
-  spec.rope_theta = theta;
-  spec.factor = factor;
   return spec;
 }
 
