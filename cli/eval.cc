@@ -154,6 +154,8 @@ void run_eval(const EvalOptions& o) {
   if (o.attention_factor && !(*o.attention_factor > 0)) {
     throw Error(fmt::format("--attention-factor ({}) must be positive", *o.attention_factor));
   }
+  // stdout carries the table (or its JSON): the figure needs a file of its own.
+  if (o.output == "-") throw Error("-o (-): eval prints its table on stdout; give the figure a file path (e.g. -o ppl.svg)");
   warn_oversubscribed("--threads", o.threads);
   const llama::Model model = with_option("--model", [&] { return llama::Model::load(o.model); });
   const std::int64_t trained = model.config().max_seq_len;

@@ -129,10 +129,8 @@ std::string model_summary(const ReportOptions& o, const Frequencies& f, const fi
 }
 
 std::string pair_table(const RopeSpec& s, const Frequencies& f) {
-  // r = L / lambda0 over the original context, or the only context the model has (as inspect).
-  const double context = static_cast<double>(s.original_max_position_embeddings > 0
-                                                 ? s.original_max_position_embeddings
-                                                 : s.max_position_embeddings);
+  // r = L / lambda0 over the model's original context, by inspect's rule (context_lengths).
+  const double context = static_cast<double>(context_lengths(s).original);
   std::string h =
       "<p class=\"note\">As <code>posenc inspect</code> prints it (precise numerics, at initialisation). "
       "wavelength = 2π/inv_freq in tokens; r = L/λ₀ = turns of the unscaled wavelength over L = " +

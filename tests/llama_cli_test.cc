@@ -69,6 +69,11 @@ TEST(EvalCli, TableAndErrors) {
   r = posenc("eval --model " + kPride + " --text " + kPride);
   EXPECT_EQ(r.status, 1);
   EXPECT_NE(r.err.find("format version"), std::string::npos) << r.err;
+  // "-o -" would mix the SVG into the table on stdout (it used to write a file named "-").
+  r = posenc("eval --model " + kModel + " --text " + kPride + " --ctx 256 --max-tokens 512 --method ntk -o -");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("-o (-)"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists("-"));
 }
 
 TEST(GenerateCli, GreedyContinuation) {

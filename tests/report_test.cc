@@ -161,6 +161,25 @@ TEST(Report, Preset) {
   EXPECT_NE(h.find("llama3 ×8 (model)"), std::string::npos);
 }
 
+// A config with no context at all: the pair table counts r over the context inspect assumes
+// (kAssumedContext, 4096), as inspect does; it used to print "L = 0" and no r.
+TEST(Report, PairTableContextAsInspect) {
+  const auto config = work_dir() / "no_context.json";
+  {
+    std::ofstream(config) << R"({"model_type": "llama", "hidden_size": 4096, "num_attention_heads": 32})";
+  }
+  const auto file = work_dir() / "no_context.html";
+  const CliRun r = posenc("report " + config.string() + " -o " + file.string());
+  ASSERT_EQ(r.status, 0) << r.err;
+  const std::string h = slurp(file);
+  EXPECT_NE(h.find("over L = 4096;"), std::string::npos);
+  const CliRun inspect = posenc("inspect " + config.string());
+  ASSERT_EQ(inspect.status, 0) << inspect.err;
+  // Pair 0: r = 4096 / 2 pi = 652 in both.
+  EXPECT_NE(h.find("<td class=\"num\">652</td>"), std::string::npos);
+  EXPECT_NE(inspect.out.find("652"), std::string::npos) << inspect.out;
+}
+
 TEST(Report, Errors) {
   const CliRun missing = posenc("report /nonexistent/config.json -o " + (work_dir() / "x.html").string());
   EXPECT_EQ(missing.status, 1);
