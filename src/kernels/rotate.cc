@@ -1,9 +1,9 @@
 // The RoPE rotation kernel, written once with Google Highway and compiled for every SIMD target
 // (foreach_target.h), dispatched at run time to the best one the CPU has.
 //
-// Per pair the work is 2 loads, 4 multiplies (2 fused), 2 stores: the kernel is bound by memory
-// bandwidth, not arithmetic, so it streams each head once and keeps cos/sin rows in L1 (one row
-// of n floats serves every head of the token).
+// Per pair the work is 2 loads, 4 multiplies (2 fused where the target has FMA), 2 stores: the
+// kernel is bound by memory bandwidth, not arithmetic, so it streams each head once and keeps
+// cos/sin rows in L1 (one row of n floats serves every head of the token).
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "kernels/rotate.cc"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
