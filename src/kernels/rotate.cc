@@ -99,7 +99,7 @@ HWY_INLINE void RotateTyped(Tag tag, const TokenHeads& t) {
   }
 }
 
-// The one branch on the runtime dtype: everything below it is compiled per storage type.
+// The one branch on the runtime dtype: the functions above are compiled once per storage type.
 void RotateTokenHeads(const TokenHeads& t) {
   switch (t.dtype) {
     case DType::kF32:
