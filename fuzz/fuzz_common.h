@@ -11,10 +11,10 @@
 
 namespace posenc::fuzz {
 
-// compute_frequencies allocates a few doubles per pair, and neither parser bounds the head dim
-// beyond int64 (config.json) or int32 (GGUF): a 20-byte config asking for 2^40 dims would be
-// an out-of-memory report, not a bug in the code under test. Real heads are at most a few
-// hundred dims.
+// compute_frequencies allocates a few doubles per pair. Both parsers validate() the spec, which
+// refuses head_dim > 65536 (kMaxHeadDim in src/spec.cc) and rotary dims beyond head_dim; this
+// guard repeats that bound so that a spec reaching here unvalidated is not an out-of-memory
+// report instead of a finding. Real heads are at most a few hundred dims.
 inline constexpr std::int64_t kMaxDims = 1 << 16;
 
 // Frequencies in every numeric convention, at initialisation and just past the original

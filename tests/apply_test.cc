@@ -14,7 +14,6 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
-#include <cstdio>
 #include <cstring>
 #include <random>
 #include <string>
@@ -31,6 +30,7 @@
 #include "reference/ggml_reference.h"
 #include "reference/hf_float32_reference.h"
 #include "reference/rope_reference.h"
+#include "support/simd_targets.h"
 
 namespace {
 
@@ -160,22 +160,9 @@ Buffer Random(DType dtype, std::size_t n, std::mt19937& rng) {
   return b;
 }
 
-// Runs `body` once per SIMD target this CPU supports, with that target forced.
-template <typename Body>
-void ForEachTarget(Body body) {
-  int ran = 0;
-  for (const posenc::SimdTarget& t : posenc::simd_targets()) {
-    if (!t.supported) continue;
-    posenc::force_simd_target(t.name);
-    ASSERT_EQ(posenc::active_simd_target(), t.name) << "forcing did not take";
-    std::printf("[  TARGET  ] %s\n", t.name.c_str());
-    SCOPED_TRACE("target " + t.name);
-    body(t.name);
-    ++ran;
-  }
-  posenc::force_simd_target("");
-  EXPECT_GE(ran, 1);
-}
+using posenc_test::AwkwardCounts;
+using posenc_test::FloatLanes;
+using posenc_test::ForEachTarget;
 
 TEST(ApplyRope, AccuracyOnEveryTargetSweep) {
   std::mt19937 rng(1234);
@@ -183,7 +170,9 @@ TEST(ApplyRope, AccuracyOnEveryTargetSweep) {
   ForEachTarget([&](const std::string& target) {
     for (DType dtype : {DType::kF32, DType::kF16, DType::kBF16}) {
       for (Layout layout : {Layout::kHalfSplit, Layout::kInterleaved}) {
-        for (std::int64_t head_dim : {2, 4, 6, 8, 14, 16, 30, 32, 34, 62, 64, 96, 128, 130, 256}) {
+        std::vector<std::int64_t> head_dims = {2, 4, 6, 8, 14, 16, 30, 32, 34, 62, 64, 96, 128, 130, 256};
+        for (std::int64_t pairs : AwkwardCounts(FloatLanes(target))) head_dims.push_back(2 * pairs);
+        for (std::int64_t head_dim : head_dims) {
           for (std::int64_t offset : {std::int64_t{0}, head_dim >= 8 ? head_dim / 4 : 0}) {
             const std::int64_t rotary = offset ? (head_dim / 2) & ~std::int64_t{1} : head_dim;
             if (rotary < 2) continue;
@@ -205,6 +194,91 @@ TEST(ApplyRope, AccuracyOnEveryTargetSweep) {
                                 std::string(posenc::layout_name(layout)) + " head_dim " + std::to_string(head_dim) +
                                 " offset " + std::to_string(offset));
             }
+          }
+        }
+      }
+    }
+  });
+}
+
+// Tails: a row of n = N k + r pairs runs r of them through the one-lane tail. Each of its pairs
+// must come out with the same bits as the same values at the same frequency inside a row of
+// n N pairs (a multiple of N: all body). Pair i of the short row sits at pair i N of the long
+// one, whose frequencies are set to match; the inputs include the values that exercise
+// rounding, subnormals, overflow to infinity and NaN in each storage type.
+TEST(ApplyRope, TailPairsGiveTheBitsOfBodyPairsOnEveryTarget) {
+  std::mt19937 rng(77);
+  // Raw storage bits: zeros, the smallest subnormal, the largest finite, infinities, a NaN, 1 + 1 ulp.
+  const std::uint32_t f32_specials[] = {0x00000000u, 0x80000000u, 0x00000001u, 0x7F7FFFFFu, 0xFF7FFFFFu,
+                                        0x7F800000u, 0xFF800000u, 0x7FC00000u, 0x3F800001u, 0x33800000u};
+  const std::uint16_t f16_specials[] = {0x0000, 0x8000, 0x0001, 0x83FF, 0x7BFF, 0xFBFF, 0x7C00, 0xFC00, 0x7E00, 0x3C01};
+  const std::uint16_t bf16_specials[] = {0x0000, 0x8000, 0x0001, 0x807F, 0x7F7F, 0xFF7F, 0x7F80, 0xFF80, 0x7FC0, 0x3F81};
+  ForEachTarget([&](const std::string& target) {
+    const std::int64_t lanes = FloatLanes(target);
+    for (DType dtype : {DType::kF32, DType::kF16, DType::kBF16}) {
+      for (Layout layout : {Layout::kHalfSplit, Layout::kInterleaved}) {
+        for (std::int64_t n : AwkwardCounts(lanes)) {
+          const std::int64_t m = n * lanes, tokens = 3, heads = 2;
+          const posenc::Frequencies f = posenc::compute_frequencies(Spec(2 * n, 2 * n, 0, layout));
+          posenc::Frequencies g = posenc::compute_frequencies(Spec(2 * m, 2 * m, 0, layout));
+          for (std::int64_t k = 0; k < m; ++k) {
+            g.inv_freq[static_cast<std::size_t>(k)] = f.inv_freq[static_cast<std::size_t>(k / lanes)];
+          }
+          Buffer shortb = Random(dtype, static_cast<std::size_t>(tokens * heads * 2 * n), rng);
+          for (std::size_t i = 0, k = 0; i < shortb.bytes.size() / posenc::dtype_size(dtype); i += 3, k = (k + 1) % 10) {
+            if (dtype == DType::kF32) {
+              std::memcpy(&shortb.bytes[4 * i], &f32_specials[k], 4);
+            } else {
+              std::memcpy(&shortb.bytes[2 * i], dtype == DType::kF16 ? &f16_specials[k] : &bf16_specials[k], 2);
+            }
+          }
+          Buffer longb = Random(dtype, static_cast<std::size_t>(tokens * heads * 2 * m), rng);
+          const std::size_t es = posenc::dtype_size(dtype);
+          auto at = [&](std::int64_t t, std::int64_t h, std::int64_t dim, std::int64_t hd) {
+            return static_cast<std::size_t>(((t * heads + h) * hd + dim)) * es;
+          };
+          const posenc::RopeSpec& ss = f.spec;
+          const posenc::RopeSpec& ls = g.spec;
+          for (std::int64_t t = 0; t < tokens; ++t) {
+            for (std::int64_t h = 0; h < heads; ++h) {
+              for (std::int64_t i = 0; i < n; ++i) {
+                const auto [sa, sb] = PairDims(ss, i);
+                const auto [la, lb] = PairDims(ls, i * lanes);
+                std::memcpy(&longb.bytes[at(t, h, la, 2 * m)], &shortb.bytes[at(t, h, sa, 2 * n)], es);
+                std::memcpy(&longb.bytes[at(t, h, lb, 2 * m)], &shortb.bytes[at(t, h, sb, 2 * n)], es);
+              }
+            }
+          }
+          const std::vector<std::int64_t> pos = {1, 4097, 123457};
+          for (posenc::Direction dir : {posenc::Direction::kForward, posenc::Direction::kInverse}) {
+            Buffer so = shortb, lo = longb;
+            posenc::RopeArgs sargs, largs;
+            sargs.q = posenc::TensorView::contiguous(so.bytes.data(), dtype, tokens, heads, 2 * n);
+            largs.q = posenc::TensorView::contiguous(lo.bytes.data(), dtype, tokens, heads, 2 * m);
+            sargs.positions = largs.positions = std::span<const std::int64_t>(pos);
+            sargs.direction = largs.direction = dir;
+            posenc::apply_rope(f, sargs);
+            posenc::apply_rope(g, largs);
+            int differ = 0;
+            for (std::int64_t t = 0; t < tokens; ++t) {
+              for (std::int64_t h = 0; h < heads; ++h) {
+                for (std::int64_t i = 0; i < n; ++i) {
+                  const auto [sa, sb] = PairDims(ss, i);
+                  const auto [la, lb] = PairDims(ls, i * lanes);
+                  const bool same = std::memcmp(&so.bytes[at(t, h, sa, 2 * n)], &lo.bytes[at(t, h, la, 2 * m)], es) == 0 &&
+                                    std::memcmp(&so.bytes[at(t, h, sb, 2 * n)], &lo.bytes[at(t, h, lb, 2 * m)], es) == 0;
+                  if (!same && ++differ <= 3) {
+                    ADD_FAILURE() << target << " " << posenc::dtype_name(dtype) << " " << posenc::layout_name(layout)
+                                  << " pairs " << n << " token " << t << " head " << h << " pair " << i << ": "
+                                  << so.get(at(t, h, sa, 2 * n) / es) << ", " << so.get(at(t, h, sb, 2 * n) / es)
+                                  << " in the short row, " << lo.get(at(t, h, la, 2 * m) / es) << ", "
+                                  << lo.get(at(t, h, lb, 2 * m) / es) << " in the body";
+                  }
+                }
+              }
+            }
+            EXPECT_EQ(differ, 0) << target << " " << posenc::dtype_name(dtype) << " " << posenc::layout_name(layout)
+                                 << " pairs " << n;
           }
         }
       }

@@ -1,11 +1,24 @@
 // src/kernels/half.h: scalar float32 <-> float16 / bfloat16 conversions, round to nearest even
-// (internal). The SIMD kernels use the same bit recipes lane-wise (rope_kernels.cc).
+// (internal), and the storage tags the SIMD kernels are templated on. The kernels use the same
+// bit recipes lane-wise (kernels/half-inl.h).
 #pragma once
 
 #include <bit>
 #include <cstdint>
 
 namespace posenc::detail {
+
+// A tensor's element type resolved at compile time: the kernels compute in float32 and load and
+// store through Storage (kernels/half-inl.h's LoadF32 / StoreF32 overloads, one per tag).
+struct F32Tag {
+  using Storage = float;
+};
+struct F16Tag {
+  using Storage = std::uint16_t;  // IEEE binary16 bits
+};
+struct BF16Tag {
+  using Storage = std::uint16_t;  // bfloat16 bits
+};
 
 inline float f32_from_bf16(std::uint16_t h) {
   return std::bit_cast<float>(static_cast<std::uint32_t>(h) << 16);

@@ -5,6 +5,11 @@
 //   kInterleaved: c, s hold 2n values, already expanded to lanes: c = [c0 c0 c1 c1 ...],
 //                 s = [-s0 s0 -s1 s1 ...], so that y = x c + swap_pairs(x) s
 // Inverse rotation is the caller's business (it negates s when preparing the row).
+//
+// Dispatch is per token, not per tensor as in Highway's skeleton, because the cos/sin row is made
+// per token (in double, cos_sin_at) and shared by all of that token's heads: apply.cc prepares a
+// row and hands it here while it is in L1. One indirect call per token is negligible next to the
+// heads x head_dim elements it rotates.
 #pragma once
 
 #include <cstdint>

@@ -1,4 +1,9 @@
 // SIMD target listing and forcing (targets.h), on top of Highway's target mask.
+//
+// Forcing uses hwy::DisableTargets, the knob Highway provides for programs: disabling every
+// target but the chosen one leaves exactly that one (the CPU supports it), and the next
+// HWY_DYNAMIC_DISPATCH of any kernel re-chooses. SetSupportedTargetsForTest, Highway's mock for
+// its test loops, is not used.
 #include "posenc/targets.h"
 
 #include <cctype>
@@ -37,7 +42,7 @@ std::vector<std::int64_t> compiled_targets() {
 // What the CPU supports, read before any forcing.
 std::int64_t cpu_targets() {
   static const std::int64_t mask = [] {
-    hwy::SetSupportedTargetsForTest(0);
+    hwy::DisableTargets(0);
     return hwy::SupportedTargets();
   }();
   return mask;
@@ -81,16 +86,14 @@ std::string active_simd_target() {
 void force_simd_target(const std::string& name) {
   const std::int64_t cpu = cpu_targets();
   if (name.empty()) {
-    hwy::SetSupportedTargetsForTest(0);
-    hwy::GetChosenTarget().Update(hwy::SupportedTargets());
+    hwy::DisableTargets(0);
     return;
   }
   std::string known;
   for (std::int64_t t : compiled_targets()) {
     if ((cpu & t) == 0) continue;
     if (same_name(name, hwy::TargetName(t))) {
-      hwy::SetSupportedTargetsForTest(t);
-      hwy::GetChosenTarget().Update(hwy::SupportedTargets());
+      hwy::DisableTargets(~t);
       return;
     }
     known += (known.empty() ? "" : ", ") + std::string(hwy::TargetName(t));

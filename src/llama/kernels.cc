@@ -4,7 +4,8 @@
 // Vectorised across independent outputs only: matmul across output columns, attention across the
 // query tokens of a tile. So each output element is a plain left-to-right sum whose operations do
 // not depend on the vector width nor on how the caller splits the work; separate Mul and Add
-// (never MulAdd) keep matmul's lanes equal to its scalar tail.
+// (never MulAdd) keep every target's sums the same. Tails run the body's code on a one-lane tag
+// (matmul) or on a padded full vector (silu, log-sum-exp, attention's tile).
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "llama/kernels.cc"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
@@ -25,8 +26,8 @@ namespace hn = hwy::HWY_NAMESPACE;
 
 using D = hn::ScalableTag<float>;
 
-template <class V>
-HWY_INLINE void Put(D d, V v, float* p, bool accumulate) {
+template <class DT, class V>
+HWY_INLINE void Put(DT d, V v, float* p, bool accumulate) {
   hn::StoreU(accumulate ? hn::Add(hn::LoadU(d, p), v) : v, d, p);
 }
 
@@ -65,24 +66,18 @@ HWY_INLINE void MatMul4x2(const MatMulArgs& a, const float* x, float* out, std::
   Put(d, c31, out + 3 * os + j + n, a.accumulate);
 }
 
-HWY_INLINE void MatMul1x1(const MatMulArgs& a, const float* x, float* out, std::int64_t j) {
-  const D d;
+// One row, one vector of columns; on a one-lane tag, the columns past the last full vector.
+template <class DT>
+HWY_INLINE void MatMul1x1(DT d, const MatMulArgs& a, const float* x, float* out, std::int64_t j) {
   auto c = hn::Zero(d);
   const float* w = a.w + j;
   for (std::int64_t k = 0; k < a.depth; ++k, w += a.cols) c = hn::Add(c, hn::Mul(hn::Set(d, x[k]), hn::LoadU(d, w)));
   Put(d, c, out + j, a.accumulate);
 }
 
-// The columns past the last full vector: the same sum, one lane at a time.
-HWY_INLINE void MatMulScalar(const MatMulArgs& a, const float* x, float* out, std::int64_t j) {
-  float c = 0.0f;
-  const float* w = a.w + j;
-  for (std::int64_t k = 0; k < a.depth; ++k, w += a.cols) c = c + x[k] * *w;
-  out[j] = a.accumulate ? out[j] + c : c;
-}
-
 void MatMul(const MatMulArgs& a) {
   const D d;
+  const hn::CappedTag<float, 1> d1;
   const std::int64_t n = static_cast<std::int64_t>(hn::Lanes(d));
   std::int64_t t = 0;
   for (; t + 4 <= a.rows; t += 4) {
@@ -91,18 +86,18 @@ void MatMul(const MatMulArgs& a) {
     std::int64_t j = 0;
     for (; j + 2 * n <= a.cols; j += 2 * n) MatMul4x2(a, x, out, j);
     for (; j + n <= a.cols; j += n) {
-      for (std::int64_t r = 0; r < 4; ++r) MatMul1x1(a, x + r * a.x_stride, out + r * a.out_stride, j);
+      for (std::int64_t r = 0; r < 4; ++r) MatMul1x1(d, a, x + r * a.x_stride, out + r * a.out_stride, j);
     }
     for (; j < a.cols; ++j) {
-      for (std::int64_t r = 0; r < 4; ++r) MatMulScalar(a, x + r * a.x_stride, out + r * a.out_stride, j);
+      for (std::int64_t r = 0; r < 4; ++r) MatMul1x1(d1, a, x + r * a.x_stride, out + r * a.out_stride, j);
     }
   }
   for (; t < a.rows; ++t) {
     const float* x = a.x + t * a.x_stride;
     float* out = a.out + t * a.out_stride;
     std::int64_t j = 0;
-    for (; j + n <= a.cols; j += n) MatMul1x1(a, x, out, j);
-    for (; j < a.cols; ++j) MatMulScalar(a, x, out, j);
+    for (; j + n <= a.cols; j += n) MatMul1x1(d, a, x, out, j);
+    for (; j < a.cols; ++j) MatMul1x1(d1, a, x, out, j);
   }
 }
 
