@@ -13,6 +13,7 @@
 #include "posenc/config.h"
 #include "posenc/error.h"
 #include "support/config_test_support.h"
+#include "support/error_of.h"
 
 namespace posenc {
 namespace {
@@ -20,23 +21,10 @@ namespace {
 using ::testing::AllOf;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
-
-// The message of the posenc::Error that `fn` throws; "(no error)" when none.
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using testing::error_of;
+using testing::Names;
 
 std::string config_error(std::string_view json) { return testing::config_error_of(json); }
-
-// Matches a message naming `field` and showing `value`.
-::testing::Matcher<const std::string&> Names(std::string_view field, std::string_view value) {
-  return AllOf(HasSubstr(std::string(field)), HasSubstr(std::string(value)));
-}
 
 // --- The parser (config.cc, config_rope.cc): errors other than type errors
 

@@ -15,6 +15,8 @@
 #include "posenc/error.h"
 #include "posenc/frequencies.h"
 #include "posenc/spec.h"
+#include "support/error_of.h"
+#include "support/spec_builder.h"
 
 namespace posenc {
 namespace {
@@ -22,44 +24,19 @@ namespace {
 using ::testing::AllOf;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
+using testing::error_of;
+using testing::Names;
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
-
-// The message of the posenc::Error that `fn` throws; "(no error)" when none.
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
 
 std::string validate_error(const RopeSpec& spec) {
   return error_of([&] { validate(spec); });
 }
 
-// Matches a message naming `field` and showing `value`.
-::testing::Matcher<const std::string&> Names(std::string_view field, std::string_view value) {
-  return AllOf(HasSubstr(std::string(field)), HasSubstr(std::string(value)));
-}
-
 // Valid specs that each test breaks in exactly one way.
-RopeSpec plain() {
-  RopeSpec s;
-  s.head_dim = 128;
-  s.rotary_dim = 128;
-  return s;
-}
+RopeSpec plain() { return testing::make_spec(Method::kNone, 128); }
 
-RopeSpec with_method(Method m) {
-  RopeSpec s = plain();
-  s.method = m;
-  s.factor = 4;
-  s.original_max_position_embeddings = 4096;
-  s.max_position_embeddings = 16384;
-  return s;
-}
+RopeSpec with_method(Method m) { return testing::make_spec(m, 128, kDefaultRopeTheta, 4, 4096, 16384); }
 
 RopeSpec longrope() {
   RopeSpec s = with_method(Method::kLongrope);
