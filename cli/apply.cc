@@ -156,10 +156,6 @@ PositionList load_positions(const ApplyOptions& o, const Tensor& q) {
   return p;
 }
 
-bool depends_on_seq_len(Method m) {
-  return m == Method::kDynamic || m == Method::kDynamicYarn || m == Method::kLongrope;
-}
-
 // The encoding: ggml_rope_ext parameters, or a spec from the model and the flags.
 Frequencies resolve(const ApplyOptions& o, std::int64_t head_dim, const PositionList& pos,
                     std::vector<std::string>& warnings, std::string& source) {
@@ -188,15 +184,16 @@ Frequencies resolve(const ApplyOptions& o, std::int64_t head_dim, const Position
   // transformers' forward pass derives the length from position_ids: max(position) + 1.
   std::int64_t natural = 0;
   if (pos.max >= 0) natural = pos.max == std::numeric_limits<std::int64_t>::max() ? pos.max : pos.max + 1;
-  if (o.seq_len && !depends_on_seq_len(spec.method)) {
+  if (o.seq_len && !depends_on_length(spec)) {
     throw Error(fmt::format("--seq-len ({}) has no effect: rope_type {} (from {}) does not depend on the sequence "
-                            "length (only dynamic, dynamic-yarn and longrope do)", *o.seq_len, method_name(spec), source));
+                            "length (only {} do)", *o.seq_len, method_name(spec), source,
+                            methods_with(&MethodInfo::depends_on_seq_len)));
   }
   const std::int64_t seq_len = o.seq_len.value_or(natural);
   for (const std::string& w : validate(spec)) {
     if (std::find(warnings.begin(), warnings.end(), w) == warnings.end()) warnings.push_back(w);
   }
-  if (o.seq_len && seq_len < natural && depends_on_seq_len(spec.method)) {
+  if (o.seq_len && seq_len < natural && depends_on_length(spec)) {
     warnings.push_back(fmt::format("--seq-len ({}) is below the largest position + 1 ({}), which transformers "
                                    "would use for {}", seq_len, natural, method_name(spec)));
   }

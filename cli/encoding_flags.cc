@@ -5,6 +5,7 @@
 #include <cstring>
 #include <limits>
 #include <tuple>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -30,22 +31,39 @@ std::string shown(const CLI::Option* o) {
 
 bool given(const CLI::Option* o) { return o != nullptr && o->count() > 0; }
 
-// Whether `method` reads the parameter behind `flag` (docs/design.md §3): a flag it does not read is
+// The parameter behind each spec flag (0: every method reads it). A flag the method does not read is
 // an error, never silently dropped (a user who passes --factor expects some scaling).
-bool method_reads(const RopeSpec& spec, std::string_view flag) {
-  const Method m = spec.method;
-  const bool yarn = m == Method::kYarn || m == Method::kDynamicYarn;
-  if (flag == "--truncate") return yarn && spec.yarn.ramp == YarnRamp::kPairIndex;  // the paper's ramp has no dims
-  if (flag == "--factor") return m != Method::kNone && m != Method::kDynamicYarn;
-  if (flag == "--original-max-position-embeddings") return yarn || m == Method::kLlama3 || m == Method::kLongrope;
-  if (flag == "--max-position-embeddings") return m == Method::kDynamic;
-  if (flag == "--attention-factor") return yarn || m == Method::kLongrope;
-  for (const char* f : {"--mscale", "--mscale-all-dim", "--beta-fast", "--beta-slow", "--extrapolation-factor"}) {
-    if (flag == f) return yarn;
+constexpr std::pair<std::string_view, unsigned> kFlagParams[] = {
+    {"--rope-type", 0},
+    {"--head-dim", 0},
+    {"--rotary-dim", 0},
+    {"--rotary-offset", 0},
+    {"--layout", 0},
+    {"--rope-theta", 0},
+    {"--partial-rotary-factor", 0},  // rotary_dim = int(head_dim * rho); proportional: its own rule
+    {"--factor", kParamFactor},
+    {"--original-max-position-embeddings", kParamOriginalContext},
+    {"--max-position-embeddings", kParamMaxContext},
+    {"--attention-factor", kParamAttentionFactor},
+    {"--mscale", kParamYarn},
+    {"--mscale-all-dim", kParamYarn},
+    {"--beta-fast", kParamYarn},
+    {"--beta-slow", kParamYarn},
+    {"--extrapolation-factor", kParamYarn},
+    {"--truncate", kParamYarnDims},
+    {"--low-freq-factor", kParamLlama3},
+    {"--high-freq-factor", kParamLlama3},
+    {"--short-factor", kParamLongrope},
+    {"--long-factor", kParamLongrope},
+    {"--alpha", kParamAlpha},
+};
+
+// Whether the spec's method reads the parameter behind `flag`; a flag missing above is read by none.
+bool flag_read(const RopeSpec& spec, std::string_view flag) {
+  for (const auto& [name, param] : kFlagParams) {
+    if (name == flag) return param == 0 || method_reads(spec, static_cast<MethodParam>(param));
   }
-  if (flag == "--low-freq-factor" || flag == "--high-freq-factor") return m == Method::kLlama3;
-  if (flag == "--short-factor" || flag == "--long-factor") return m == Method::kLongrope;
-  return true;
+  return false;
 }
 
 GgmlMode parse_mode(const std::string& name) {
@@ -99,8 +117,9 @@ void add_encoding_flags(CLI::App* cmd, EncodingFlags& f) {
     o->group(kSpecGroup);
     f.spec_options.push_back(o);
   };
-  spec(add_text(cmd, "--rope-type", s.rope_type,
-                       "default|linear|ntk|dynamic|yarn|yarn-paper|dynamic-yarn|llama3|longrope|proportional"));
+  std::string names;
+  for (const MethodInfo& m : methods()) names += (names.empty() ? "" : "|") + std::string(m.name);
+  spec(add_text(cmd, "--rope-type", s.rope_type, names));
   spec(add_integer(cmd, "--head-dim", s.head_dim, kMin64, kMax64, "d_h (default: the model's, else the tensors' last dim)"));
   spec(add_integer(cmd, "--rotary-dim", s.rotary_dim, kMin64, kMax64,
                        "D, rotated dims per head (default: the model's; without one, or with --head-dim or "
@@ -124,6 +143,7 @@ void add_encoding_flags(CLI::App* cmd, EncodingFlags& f) {
   spec(lf);
   f.short_factor_option = sf;
   f.long_factor_option = lf;
+  spec(add_number(cmd, "--alpha", s.alpha, "ntk-alpha: Hunyuan's alpha, base b * alpha^(D/(D-2))"));
   spec(add_number(cmd, "--partial-rotary-factor", s.partial_rotary_factor,
                        "rho: rotary_dim = int(head_dim * rho); proportional: rotates int(rho * head_dim / 2) pairs"));
   for (auto [name, value, help] : {std::tuple{"--beta-fast", &s.beta_fast, "yarn / ggml: rotations above which pairs keep w (default 32)"},
@@ -209,7 +229,8 @@ RopeSpec spec_from_flags(const EncodingFlags& f, std::int64_t tensor_head_dim, s
   if (s.original_max_position_embeddings) spec.original_max_position_embeddings = *s.original_max_position_embeddings;
   if (s.max_position_embeddings) spec.max_position_embeddings = *s.max_position_embeddings;
   if (s.attention_factor) {
-    (spec.method == Method::kLongrope ? spec.longrope.attention_factor : spec.yarn.attention_factor) =
+    (method_info(spec).attention == AttentionRule::kLongrope ? spec.longrope.attention_factor
+                                                              : spec.yarn.attention_factor) =
         *s.attention_factor;
   }
   if (s.mscale) spec.yarn.mscale = *s.mscale;
@@ -220,6 +241,7 @@ RopeSpec spec_from_flags(const EncodingFlags& f, std::int64_t tensor_head_dim, s
   if (s.extrapolation_factor) spec.yarn.extrapolation_factor = *s.extrapolation_factor;
   if (s.low_freq_factor) spec.llama3.low_freq_factor = *s.low_freq_factor;
   if (s.high_freq_factor) spec.llama3.high_freq_factor = *s.high_freq_factor;
+  if (s.alpha) spec.alpha = *s.alpha;
   if (given(f.short_factor_option)) spec.longrope.short_factor = s.short_factor;
   if (given(f.long_factor_option)) spec.longrope.long_factor = s.long_factor;
 
@@ -228,7 +250,7 @@ RopeSpec spec_from_flags(const EncodingFlags& f, std::int64_t tensor_head_dim, s
   if (has_model && !given_names(all).empty()) source += " + flags";
   std::string unread;
   for (const CLI::Option* o : all) {
-    if (given(o) && !method_reads(spec, o->get_name())) unread += (unread.empty() ? "" : ", ") + shown(o);
+    if (given(o) && !flag_read(spec, o->get_name())) unread += (unread.empty() ? "" : ", ") + shown(o);
   }
   if (!unread.empty()) {
     throw Error(unread + ": rope_type " + method_name(spec) + " (from " + source +

@@ -42,6 +42,7 @@ struct SpecFlags {
   std::vector<double> short_factor;
   std::vector<double> long_factor;
   std::optional<double> partial_rotary_factor;
+  std::optional<double> alpha;
 };
 
 struct GgmlFlags {

@@ -49,19 +49,20 @@ struct EvalOptions {
   CLI::Option* step_option = nullptr;
 };
 
-bool yarn_family(Method m) { return m == Method::kYarn || m == Method::kDynamicYarn; }
-bool grows_with_length(Method m) { return m == Method::kDynamic || m == Method::kDynamicYarn; }
+bool yarn_family(Method m) { return method_info(m).reads_param(kParamYarn); }
+
 
 // An option the chosen methods do not read changes nothing: refuse it, naming the methods.
 void refuse_unread(const EvalOptions& o, const llama::Model& model) {
   std::string no_factor, no_attention;
   bool any_dynamic = false;
   for (const std::string& m : o.methods) {
-    const Method method = model.rope_spec(m, 1.0).method;
+    const RopeSpec spec = model.rope_spec(m, 1.0);
+    const Method method = spec.method;
     // none has no factor; dynamic-yarn derives its own, max(1, seq_len / L), at every step.
-    if (method == Method::kNone || method == Method::kDynamicYarn) no_factor += (no_factor.empty() ? "" : ", ") + m;
+    if (!method_info(method).reads_param(kParamFactor)) no_factor += (no_factor.empty() ? "" : ", ") + m;
     if (!yarn_family(method)) no_attention += (no_attention.empty() ? "" : ", ") + m;
-    any_dynamic = any_dynamic || grows_with_length(method);
+    any_dynamic = any_dynamic || depends_on_length(spec);
   }
   if (o.factor && !no_factor.empty()) {
     throw Error(fmt::format("--factor ({}) has no effect on --method {} (it has no factor, or derives its own): "

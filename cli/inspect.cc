@@ -96,7 +96,8 @@ void print_table(const ModelConfig& config, const RopeSpec& spec, const Frequenc
     fmt::print("yarn correction range     {:.10g} .. {:.10g}   (pairs below keep w, above get w/s)\n",
                *f.correction_low, *f.correction_high);
   }
-  if (spec.method == Method::kDynamic || spec.method == Method::kDynamicYarn || spec.method == Method::kNtk) {
+  if (spec.method == Method::kDynamic || spec.method == Method::kDynamicYarn || spec.method == Method::kNtk ||
+      spec.method == Method::kNtkAlpha) {
     fmt::print("in effect                 scale {:.10g}, base {:.10g}\n", f.scale, f.base);
   }
   if (spec.method == Method::kLongrope) {
@@ -128,12 +129,11 @@ void run_inspect(const InspectOptions& o) {
   const ModelConfig config = load_model_source(o.model);
   const RopeSpec& spec = config.spec;
   const Numerics numerics = parse_numerics(o.numerics, "--numerics");
-  const bool by_length = spec.method == Method::kDynamic || spec.method == Method::kDynamicYarn ||
-                         spec.method == Method::kLongrope;
+  const bool by_length = depends_on_length(spec);
   if (o.seq_len_option->count() > 0 && !by_length) {
     throw Error(fmt::format("--seq-len ({}) has no effect: rope_type {} (from {}) does not depend on the sequence "
-                            "length (only dynamic, dynamic-yarn and longrope do)", o.seq_len, method_name(spec),
-                            config.source));
+                            "length (only {} do)", o.seq_len, method_name(spec),
+                            config.source, methods_with(&MethodInfo::depends_on_seq_len)));
   }
   const Frequencies f = compute_frequencies(spec, numerics, o.seq_len);
   // r = L / wavelength is counted over the original context, or the only context the model has.

@@ -32,7 +32,7 @@ void add_optional(CLI::App* cmd, const std::string& flag, std::optional<double>&
 void add_extension_options(CLI::App* cmd, ExtendOptions& e) {
   add_text(cmd, "--scaling", e.scaling,
                "Extend the model with this method: linear, ntk, dynamic, yarn, yarn-paper, "
-               "dynamic-yarn, llama3, longrope (models with LongRoPE lists only) or none", "METHOD")
+               "dynamic-yarn, llama3, ntk-alpha (with --alpha), longrope (models with LongRoPE lists only) or none", "METHOD")
       ->group(kExtensionGroup);
   add_integer(cmd, "--target-context", e.target_context, std::numeric_limits<std::int64_t>::min(),
               std::numeric_limits<std::int64_t>::max(),
@@ -57,6 +57,7 @@ void add_extension_options(CLI::App* cmd, ExtendOptions& e) {
                "YaRN: weight of the extrapolated frequency (llama.cpp ext_factor)");
   add_optional(cmd, "--low-freq-factor", e.low_freq_factor, "llama3: low_freq_factor");
   add_optional(cmd, "--high-freq-factor", e.high_freq_factor, "llama3: high_freq_factor");
+  add_optional(cmd, "--alpha", e.alpha, "ntk-alpha (Hunyuan): base rope_theta * alpha^(D/(D-2))");
 }
 
 }  // namespace

@@ -53,6 +53,9 @@ class RopeReader {
       case Method::kProportional:
         s_.factor = factor(/*required=*/false);
         break;
+      case Method::kNtkAlpha:
+        read_alpha();
+        break;
     }
     read_rotary_dim();
     if (const auto unread = d_->unread(); !unread.empty()) {
@@ -99,6 +102,9 @@ class RopeReader {
     } catch (const Error& e) {
       ctx_.fail(e.what());
     }
+    // Hunyuan ships {"type": "dynamic", "alpha": A, "factor": 1.0}: its rotary embedding scales the
+    // base by alpha, not by the dynamic NTK of transformers.
+    if (s_.method == Method::kDynamic && d_->contains("alpha")) s_.method = Method::kNtkAlpha;
     if (name == "yarn-paper" || name == "dynamic-yarn" || name == "dynamic_yarn" || name == "dynamic-yarn-paper" ||
         name == "none") {
       ctx_.warn(field + " (\"" + name + "\") is posenc's own name, not a transformers rope_type (" +
@@ -124,6 +130,18 @@ class RopeReader {
       ctx_.warn(d_->name(key) + " field must be " + rule + ", got " + show(d_->object().at(key)));
     }
     return v;
+  }
+
+  void read_alpha() {
+    const json& a = d_->object().at("alpha");
+    if (!a.is_number()) d_->fail("alpha", a, "must be a number greater than 0");
+    s_.alpha = *d_->number("alpha");
+    if (!(std::isfinite(s_.alpha) && s_.alpha > 0)) d_->fail("alpha", a, "must be a number greater than 0");
+    // HunYuan's rotary embedding reads only alpha; its factor (1.0) changes nothing.
+    if (const double f = factor(/*required=*/false); f != 1.0) {
+      ctx_.warn(d_->name("factor") + " (" + show(d_->object().at("factor")) +
+                ") is not applied: with alpha, the base is scaled by alpha alone (HunYuan's rotary embedding)");
+    }
   }
 
   double factor(bool required) {

@@ -123,8 +123,8 @@ void assumed_context(const ModelConfig& c, std::vector<Finding>& out) {
 
 void attention_factor_engines(const ModelConfig& c, const Comparison& cmp, std::vector<Finding>& out) {
   const RopeSpec& s = c.spec;
-  const bool yarn = s.method == Method::kYarn || s.method == Method::kDynamicYarn;
-  if (!yarn && s.method != Method::kLongrope) return;
+  const bool yarn = method_reads(s, kParamYarn);
+  if (!method_reads(s, kParamAttentionFactor)) return;
   const bool keys = yarn ? (s.yarn.attention_factor || s.yarn.mscale || s.yarn.mscale_all_dim)
                          : s.longrope.attention_factor.has_value();
   bool differ = false;

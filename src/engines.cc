@@ -70,17 +70,11 @@ EngineView transformers_view(const RopeSpec& spec, std::int64_t seq_len) {
   v.freqs = compute_frequencies(spec, Numerics::kHf, seq_len);
   finish(v, seq_len);
   const std::string values = "; the values are posenc's float32 emulation";
+  if (const EngineSupport& e = method_info(spec).transformers; !e.supported) {
+    mark_unsupported(v, std::string(e.reason) + values);
+  }
   switch (spec.method) {
-    case Method::kNtk:
-      mark_unsupported(v, "transformers has no rope_type \"ntk\" (ROPE_INIT_FUNCTIONS)" + values);
-      break;
-    case Method::kDynamicYarn:
-      mark_unsupported(v, "transformers has no dynamic YaRN rope_type (ROPE_INIT_FUNCTIONS)" + values);
-      break;
     case Method::kYarn:
-      if (spec.yarn.ramp == YarnRamp::kPaper) {
-        mark_unsupported(v, "transformers ramps over the pair index, not the paper's r = L/lambda" + values);
-      }
       if (spec.yarn.mscale_all_dim && *spec.yarn.mscale_all_dim != 0.0) {
         v.notes.push_back("the softmax-scale multiplier g(s, mscale_all_dim)^2 is applied by the "
                           "DeepSeek attention classes (DeepseekV3Attention), not by other models");
@@ -96,7 +90,13 @@ EngineView transformers_view(const RopeSpec& spec, std::int64_t seq_len) {
                         "original_max_position_embeddings (longrope_frequency_update); cached keys "
                         "keep the short rotation");
       break;
-    default: break;
+    case Method::kNone:
+    case Method::kLinear:
+    case Method::kNtk:
+    case Method::kDynamicYarn:
+    case Method::kLlama3:
+    case Method::kProportional:
+    case Method::kNtkAlpha: break;
   }
   return v;
 }
@@ -207,11 +207,15 @@ EngineView llama_cpp_view(const RopeSpec& spec, std::int64_t seq_len, std::strin
   const bool deepseek = deepseek_family(spec, model_type);
   float softmax = 1.0f;
   GgmlRopeParams p;
+  const EngineSupport& support = method_info(spec).llama_cpp;
+  if (!support.supported) mark_unsupported(v, std::string(support.reason));
   switch (spec.method) {
     case Method::kNone:
     case Method::kLinear:
     case Method::kLlama3:
-      // LINEAR: rope.scaling.factor; llama3: the rope_freqs tensor of LlamaModel.generate_extra_tensors.
+    case Method::kNtkAlpha:
+      // LINEAR: rope.scaling.factor; llama3: the rope_freqs tensor of LlamaModel.generate_extra_tensors;
+      // ntk-alpha: rope.freq_base = b * alpha^(D/(D-2)) (HunYuan's converter).
       p = ggml_params_from_spec(spec, seq_len);
       break;
     case Method::kNtk:
@@ -227,15 +231,10 @@ EngineView llama_cpp_view(const RopeSpec& spec, std::int64_t seq_len, std::strin
                         "to max_position_embeddings");
       break;
     case Method::kDynamicYarn:
-      p = plain_ggml_params(spec);
-      mark_unsupported(v, "llama.cpp has no dynamic YaRN: the converter writes no scaling and the model "
-                          "runs plain RoPE");
+      p = plain_ggml_params(spec);  // what the model runs: the converter writes no scaling
       break;
     case Method::kYarn:
-      if (spec.yarn.ramp == YarnRamp::kPaper) {
-        mark_unsupported(v, "ggml ramps over the pair index (rope_yarn_ramp), not the paper's r = L/lambda");
-        return v;
-      }
+      if (!support.supported) return v;  // yarn-paper: no ggml parameters express it
       p = llama_cpp_yarn(spec, deepseek, v.notes, softmax);
       break;
     case Method::kLongrope:
@@ -344,10 +343,16 @@ EngineView vllm_yarn(const RopeSpec& spec, std::int64_t seq_len, bool deepseek) 
 EngineView vllm_view(const RopeSpec& spec, std::int64_t seq_len, std::string_view model_type) {
   EngineView v;
   v.engine = Engine::kVllm;
+  if (const EngineSupport& e = method_info(spec).vllm; !e.supported) {
+    mark_unsupported(v, std::string(e.reason));
+    return v;
+  }
   switch (spec.method) {
     case Method::kNone:
     case Method::kLlama3:
-      // RotaryEmbedding / Llama3RotaryEmbedding: transformers' float32 recipe, op for op.
+    case Method::kNtkAlpha:
+      // RotaryEmbedding / Llama3RotaryEmbedding / DynamicNTKAlphaRotaryEmbedding: transformers'
+      // float32 recipe, op for op.
       v.freqs = compute_frequencies(spec, Numerics::kHf, seq_len);
       break;
     case Method::kLinear:
@@ -376,14 +381,9 @@ EngineView vllm_view(const RopeSpec& spec, std::int64_t seq_len, std::string_vie
       break;
     }
     case Method::kYarn:
-      if (spec.yarn.ramp == YarnRamp::kPaper) {
-        mark_unsupported(v, "vLLM ramps over the pair index (yarn_linear_ramp_mask), not the paper's r = L/lambda");
-        return v;
-      }
       return vllm_yarn(spec, seq_len, deepseek_family(spec, model_type));
     case Method::kDynamicYarn:
-      mark_unsupported(v, "vLLM's get_rope has no dynamic YaRN (\"Unknown RoPE scaling type\")");
-      return v;
+      return v;  // unsupported (the registry)
     case Method::kLongrope: {
       // Phi3LongRoPEScaledRotaryEmbedding: use_long_rope = max_model_len > L, fixed at start-up;
       // max_model_len defaults to max_position_embeddings. mscale from L'/L; short_mscale and
@@ -404,8 +404,7 @@ EngineView vllm_view(const RopeSpec& spec, std::int64_t seq_len, std::string_vie
       break;
     }
     case Method::kProportional:
-      mark_unsupported(v, "posenc has no record of how vLLM runs proportional RoPE (not modelled)");
-      return v;
+      return v;  // unsupported (the registry)
   }
   finish(v, seq_len);
   return v;

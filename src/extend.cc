@@ -23,13 +23,7 @@ using detail::num;
 // a few ulps of the division, far below any factor a person would type.
 constexpr double kFactorAgreement = 1e-12;
 
-bool is_yarn_family(Method m) { return m == Method::kYarn || m == Method::kDynamicYarn; }
-
-// Methods whose frequencies depend on `factor` (dynamic-yarn derives its scale from seq_len).
-bool needs_factor(Method m) {
-  return m == Method::kLinear || m == Method::kNtk || m == Method::kDynamic ||
-         m == Method::kYarn || m == Method::kLlama3 || m == Method::kLongrope;
-}
+bool is_yarn_family(Method m) { return method_info(m).reads_param(kParamYarn); }
 
 // A flag's value as a user would type it: 20000 rather than num()'s 2e+04.
 std::string flag_value(double v) {
@@ -71,6 +65,7 @@ void check_values(const ExtendOptions& o) {
   require_finite("--extrapolation-factor", o.extrapolation_factor);
   require_positive("--low-freq-factor", o.low_freq_factor);
   require_positive("--high-freq-factor", o.high_freq_factor);
+  require_positive("--alpha", o.alpha);
 }
 
 // Replaces the method; returns the warning that says so ("" when the base had no scaling).
@@ -144,7 +139,7 @@ void apply_factor(RopeSpec& s, std::int64_t l0, std::optional<std::int64_t> targ
                 ") exceeds 2^53 positions");
   }
   s.original_max_position_embeddings = l0;
-  if (s.method == Method::kDynamic) {
+  if (method_reads(s, kParamMaxContext)) {
     s.max_position_embeddings = l0;  // dynamic NTK: L' is the trained length
   } else {
     s.max_position_embeddings =
@@ -153,45 +148,42 @@ void apply_factor(RopeSpec& s, std::int64_t l0, std::optional<std::int64_t> targ
 }
 
 // A parameter flag the final method does not read is refused rather than dropped.
-void set_param(const RopeSpec& s, const char* flag, const std::optional<double>& v, bool applies,
-               const char* methods, double* field) {
-  if (!v) return;
-  if (!applies) {
-    throw Error(std::string(flag) + " (" + num(*v) + ") applies to " + methods +
+void refuse_unread(const RopeSpec& s, const char* flag, const std::string& value, MethodParam param) {
+  if (!method_reads(s, param)) {
+    throw Error(std::string(flag) + " (" + value + ") applies to " + methods_reading(param) +
                 ", not to rope_type \"" + method_name(s) + "\"");
   }
+}
+
+void set_param(const RopeSpec& s, const char* flag, const std::optional<double>& v, MethodParam param,
+               double* field) {
+  if (!v) return;
+  refuse_unread(s, flag, num(*v), param);
   *field = *v;
 }
 
 void apply_params(RopeSpec& s, const ExtendOptions& o) {
-  const bool yarn = is_yarn_family(s.method);
-  const char* yarn_methods = "yarn, yarn-paper and dynamic-yarn";
-  set_param(s, "--beta-fast", o.beta_fast, yarn, yarn_methods, &s.yarn.beta_fast);
-  set_param(s, "--beta-slow", o.beta_slow, yarn, yarn_methods, &s.yarn.beta_slow);
-  set_param(s, "--extrapolation-factor", o.extrapolation_factor, yarn, yarn_methods,
-            &s.yarn.extrapolation_factor);
+  set_param(s, "--beta-fast", o.beta_fast, kParamYarn, &s.yarn.beta_fast);
+  set_param(s, "--beta-slow", o.beta_slow, kParamYarn, &s.yarn.beta_slow);
+  set_param(s, "--extrapolation-factor", o.extrapolation_factor, kParamYarn, &s.yarn.extrapolation_factor);
   double value = 0;
-  set_param(s, "--mscale", o.mscale, yarn, yarn_methods, &value);
+  set_param(s, "--mscale", o.mscale, kParamYarn, &value);
   if (o.mscale) s.yarn.mscale = value;
-  set_param(s, "--mscale-all-dim", o.mscale_all_dim, yarn, yarn_methods, &value);
+  set_param(s, "--mscale-all-dim", o.mscale_all_dim, kParamYarn, &value);
   if (o.mscale_all_dim) s.yarn.mscale_all_dim = value;
-  const bool longrope = s.method == Method::kLongrope;
-  set_param(s, "--attention-factor", o.attention_factor, yarn || longrope,
-            "yarn, yarn-paper, dynamic-yarn and longrope", &value);
+  set_param(s, "--attention-factor", o.attention_factor, kParamAttentionFactor, &value);
   if (o.attention_factor) {
-    (longrope ? s.longrope.attention_factor : s.yarn.attention_factor) = value;
+    (method_info(s).attention == AttentionRule::kLongrope ? s.longrope.attention_factor : s.yarn.attention_factor) =
+        value;
   }
   if (o.truncate) {
-    if (!yarn) {
-      throw Error(std::string("--truncate (") + (*o.truncate ? "true" : "false") + ") applies to " +
-                  yarn_methods + ", not to rope_type \"" + method_name(s) + "\"");
-    }
+    // The paper's ramp has no correction dims: --truncate would change nothing (as `apply` says).
+    refuse_unread(s, "--truncate", *o.truncate ? "true" : "false", kParamYarnDims);
     s.yarn.truncate = *o.truncate;
   }
-  const bool llama3 = s.method == Method::kLlama3;
-  set_param(s, "--low-freq-factor", o.low_freq_factor, llama3, "llama3", &s.llama3.low_freq_factor);
-  set_param(s, "--high-freq-factor", o.high_freq_factor, llama3, "llama3",
-            &s.llama3.high_freq_factor);
+  set_param(s, "--low-freq-factor", o.low_freq_factor, kParamLlama3, &s.llama3.low_freq_factor);
+  set_param(s, "--high-freq-factor", o.high_freq_factor, kParamLlama3, &s.llama3.high_freq_factor);
+  set_param(s, "--alpha", o.alpha, kParamAlpha, &s.alpha);
   if (o.rope_theta) s.rope_theta = *o.rope_theta;
 }
 
@@ -199,9 +191,7 @@ void apply_params(RopeSpec& s, const ExtendOptions& o) {
 
 std::int64_t intended_context(const RopeSpec& s) {
   std::int64_t c = s.max_position_embeddings;
-  const bool ratio = s.method == Method::kLinear || s.method == Method::kNtk ||
-                     s.method == Method::kYarn || s.method == Method::kLongrope ||
-                     s.method == Method::kProportional;
+  const bool ratio = method_info(s).factor_is_ratio;
   if (ratio && s.original_max_position_embeddings > 0 && s.factor > 1) {
     // validate() bounds s * L by 2^53, so the rounding below is defined for a valid spec.
     const double reach = std::min(0x1p53, s.factor * static_cast<double>(s.original_max_position_embeddings));
@@ -213,7 +203,7 @@ std::int64_t intended_context(const RopeSpec& s) {
 bool ExtendOptions::empty() const {
   return !scaling && !target_context && !factor && !rope_theta && !beta_fast && !beta_slow &&
          !attention_factor && !mscale && !mscale_all_dim && !truncate && !extrapolation_factor &&
-         !low_freq_factor && !high_freq_factor;
+         !low_freq_factor && !high_freq_factor && !alpha;
 }
 
 std::string ExtendOptions::flags() const {
@@ -230,7 +220,8 @@ std::string ExtendOptions::flags() const {
                                 std::pair{"--mscale", mscale}, std::pair{"--mscale-all-dim", mscale_all_dim},
                                 std::pair{"--extrapolation-factor", extrapolation_factor},
                                 std::pair{"--low-freq-factor", low_freq_factor},
-                                std::pair{"--high-freq-factor", high_freq_factor}}) {
+                                std::pair{"--high-freq-factor", high_freq_factor},
+                                std::pair{"--alpha", alpha}}) {
     if (v) add(flag, flag_value(*v));
   }
   if (truncate) add("--truncate", *truncate ? "true" : "false");
@@ -264,7 +255,7 @@ RopeSpec extend_spec(const RopeSpec& base, const ExtendOptions& o, std::vector<s
     }
   } else {
     std::optional<std::int64_t> target = o.target_context;
-    if (!target && !o.factor && changed && needs_factor(s.method)) {
+    if (!target && !o.factor && changed && method_info(s).factor_required) {
       // A scaled model keeps the context it reaches; a model without scaling has no target.
       const std::int64_t r = base.method == Method::kNone ? 0 : intended_context(base);
       if (r <= 0) {
@@ -274,6 +265,9 @@ RopeSpec extend_spec(const RopeSpec& base, const ExtendOptions& o, std::vector<s
       notes.push_back("--scaling " + method_name(s) + " without --factor or --target-context keeps the context " +
                       "the model reaches (" + std::to_string(r) + "): factor " + std::to_string(r) + " / " +
                       std::to_string(l0) + " = " + num(static_cast<double>(r) / static_cast<double>(l0)));
+    }
+    if (changed && method_reads(s, kParamAlpha) && !o.alpha) {
+      throw Error("--scaling " + method_name(s) + " needs --alpha (its base is rope_theta * alpha^(D / (D - 2)))");
     }
     if (target || o.factor) {
       apply_factor(s, l0, target, o.factor, notes);

@@ -116,8 +116,8 @@ std::vector<MethodVariant> method_variants(const RopeSpec& model) {
   auto add = [&](std::string label, Method method, YarnRamp ramp, std::int64_t seq_len) {
     RopeSpec s = model;
     const bool is_model = model.method == method && (method != Method::kYarn || model.yarn.ramp == ramp);
-    if (!(model.method == Method::kYarn || model.method == Method::kDynamicYarn)) s.yarn = YarnParams{};
-    if (model.method != Method::kLlama3) s.llama3 = Llama3Params{};
+    if (!method_reads(model, kParamYarn)) s.yarn = YarnParams{};
+    if (!method_reads(model, kParamLlama3)) s.llama3 = Llama3Params{};
     s.method = method;
     s.yarn.ramp = ramp;
     s.freq_factors.clear();  // a GGUF's rope_freqs are the model's own scaling, not the method's
@@ -125,7 +125,8 @@ std::vector<MethodVariant> method_variants(const RopeSpec& model) {
     s.original_max_position_embeddings = sc.original_context;
     // Dynamic NTK grows the base once the sequence passes L' (transformers uses the config's
     // max_position_embeddings, the original context, as L').
-    s.max_position_embeddings = method == Method::kDynamic ? sc.original_context : sc.extended_context;
+    s.max_position_embeddings = method_info(method).reads_param(kParamMaxContext) ? sc.original_context
+                                                                                  : sc.extended_context;
     if (method == Method::kLongrope || method == Method::kProportional) s = model;
     MethodVariant v;
     v.label = label + (is_model ? " (model)" : "");
@@ -274,7 +275,7 @@ std::string yarn_ramp_figure(const RopeSpec& model, std::string_view model_name)
   validate(model);
   const Scenario sc = scenario_of(model);
   RopeSpec yarn = model;
-  if (!(model.method == Method::kYarn || model.method == Method::kDynamicYarn)) yarn.yarn = YarnParams{};
+  if (!method_reads(model, kParamYarn)) yarn.yarn = YarnParams{};
   yarn.method = Method::kYarn;
   yarn.freq_factors.clear();
   yarn.factor = sc.factor;

@@ -50,10 +50,10 @@ void divide_by_freq_factors(const RopeSpec& spec, bool float32, detail::MethodRe
 
 std::string fields_of(const RopeSpec& spec) {
   std::string out = "rope_theta " + detail::num(spec.rope_theta) + ", factor " + detail::num(spec.factor);
-  if (spec.method == Method::kDynamic) {
+  if (method_reads(spec, kParamMaxContext)) {
     out += ", max_position_embeddings " + std::to_string(spec.max_position_embeddings);
   }
-  if (spec.method == Method::kYarn || spec.method == Method::kDynamicYarn) {
+  if (method_reads(spec, kParamYarn)) {
     if (spec.yarn.mscale) out += ", mscale " + detail::num(*spec.yarn.mscale);
     if (spec.yarn.mscale_all_dim) out += ", mscale_all_dim " + detail::num(*spec.yarn.mscale_all_dim);
     out += ", original_max_position_embeddings " + std::to_string(spec.original_max_position_embeddings);
@@ -95,7 +95,7 @@ Frequencies compute_frequencies(const RopeSpec& spec, Numerics numerics, std::in
     throw Error("seq_len (" + std::to_string(seq_len) + ") must not be negative");
   }
   validate(spec);
-  const detail::MethodFn method = detail::find_method(method_name(spec.method));
+  const detail::MethodFn method = detail::find_method(spec);
   switch (numerics) {
     case Numerics::kPrecise: {
       detail::MethodResult r = method(spec, seq_len, false);

@@ -186,6 +186,7 @@ GgmlRopeParams ggml_params_from_spec(const RopeSpec& spec, std::int64_t seq_len)
     case Method::kNone: break;
     case Method::kLinear: p.freq_scale = 1.0f / static_cast<float>(spec.factor); break;
     case Method::kNtk: p.freq_base = static_cast<float>(detail::ntk_base(spec)); break;
+    case Method::kNtkAlpha: p.freq_base = static_cast<float>(detail::ntk_alpha_base(spec)); break;
     case Method::kDynamic: p.freq_base = static_cast<float>(detail::dynamic_ntk_base(spec, seq_len)); break;
     case Method::kYarn:
     case Method::kDynamicYarn: {

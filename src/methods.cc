@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numbers>
+#include <span>
 #include <string>
 #include <utility>
 
@@ -313,36 +314,102 @@ MethodResult proportional(const RopeSpec& spec, std::int64_t) {
   return r;
 }
 
+// Hunyuan's NTK alpha (transformers HunYuanDenseV1RotaryEmbedding, vLLM
+// DynamicNTKAlphaRotaryEmbedding): the base b * alpha^(D/(D-2)) in Python floats, then plain RoPE
+// over it. Static NTK with s = alpha, named by its own key.
+template <typename T>
+MethodResult ntk_alpha(const RopeSpec& spec, std::int64_t) {
+  const double base = ntk_alpha_base(spec);
+  const auto unscaled = plain_inv_freq<T>(spec.rope_theta, spec.rotary_dim);
+  const auto inv = plain_inv_freq<T>(base, spec.rotary_dim);
+  auto r = finish(inv, unscaled, spec.alpha != 1.0 ? ntk_weights(spec.rotary_dim)
+                                                   : std::vector<double>(inv.size(), 0.0));
+  r.scale = spec.alpha;
+  r.base = base;
+  return r;
+}
+
 template <MethodResult (*F32)(const RopeSpec&, std::int64_t),
           MethodResult (*F64)(const RopeSpec&, std::int64_t)>
 MethodResult dispatch(const RopeSpec& spec, std::int64_t seq_len, bool float32) {
   return float32 ? F32(spec, seq_len) : F64(spec, seq_len);
 }
 
-#define POSENC_METHOD(key, fn) {key, &dispatch<&fn<float>, &fn<double>>}
+#define POSENC_FN(fn) &dispatch<&fn<float>, &fn<double>>
 
-constexpr std::pair<std::string_view, MethodFn> kRegistry[] = {
-    POSENC_METHOD("default", none),
-    POSENC_METHOD("linear", linear),
-    POSENC_METHOD("ntk", ntk),
-    POSENC_METHOD("dynamic", dynamic),
-    POSENC_METHOD("yarn", yarn),
-    POSENC_METHOD("dynamic-yarn", dynamic_yarn),
-    POSENC_METHOD("llama3", llama3),
-    POSENC_METHOD("longrope", longrope),
-    POSENC_METHOD("proportional", proportional),
+struct Entry {
+  MethodInfo info;
+  MethodFn fn;
 };
 
-#undef POSENC_METHOD
+constexpr unsigned kYarnReads = kParamOriginalContext | kParamYarn | kParamAttentionFactor;
+constexpr EngineSupport kYes{};
+
+// The method registry, one row per method: name, method, ramp, parameters read, factor required
+// for an extension, factor = extension ratio, depends on seq_len, attention factor rule, then
+// transformers, llama.cpp and vLLM support (the reasons are what src/engines.cc reports; their
+// sources are docs/engines.md's). Adding a method: one row here and one function above.
+constexpr Entry kMethods[] = {
+    {{"default", Method::kNone, YarnRamp::kPairIndex, 0, false, false, false, AttentionRule::kOne, kYes, kYes, kYes},
+     POSENC_FN(none)},
+    {{"linear", Method::kLinear, YarnRamp::kPairIndex, kParamFactor, true, true, false, AttentionRule::kOne, kYes,
+      kYes, kYes},
+     POSENC_FN(linear)},
+    {{"ntk", Method::kNtk, YarnRamp::kPairIndex, kParamFactor, true, true, false, AttentionRule::kOne,
+      {false, "transformers has no rope_type \"ntk\" (ROPE_INIT_FUNCTIONS)"}, kYes, kYes},
+     POSENC_FN(ntk)},
+    {{"dynamic", Method::kDynamic, YarnRamp::kPairIndex, kParamFactor | kParamMaxContext, true, false, true,
+      AttentionRule::kOne, kYes, kYes, kYes},
+     POSENC_FN(dynamic)},
+    {{"yarn", Method::kYarn, YarnRamp::kPairIndex, kParamFactor | kYarnReads | kParamYarnDims, true, true, false,
+      AttentionRule::kYarn, kYes, kYes, kYes},
+     POSENC_FN(yarn)},
+    {{"yarn-paper", Method::kYarn, YarnRamp::kPaper, kParamFactor | kYarnReads, true, true, false,
+      AttentionRule::kYarn, {false, "transformers ramps over the pair index, not the paper's r = L/lambda"},
+      {false, "ggml ramps over the pair index (rope_yarn_ramp), not the paper's r = L/lambda"},
+      {false, "vLLM ramps over the pair index (yarn_linear_ramp_mask), not the paper's r = L/lambda"}},
+     POSENC_FN(yarn)},
+    // No factor: s = max(1, seq_len / L).
+    {{"dynamic-yarn", Method::kDynamicYarn, YarnRamp::kPairIndex, kYarnReads | kParamYarnDims, false, false, true,
+      AttentionRule::kYarn, {false, "transformers has no dynamic YaRN rope_type (ROPE_INIT_FUNCTIONS)"},
+      {false, "llama.cpp has no dynamic YaRN: the converter writes no scaling and the model runs plain RoPE"},
+      {false, "vLLM's get_rope has no dynamic YaRN (\"Unknown RoPE scaling type\")"}},
+     POSENC_FN(dynamic_yarn)},
+    {{"llama3", Method::kLlama3, YarnRamp::kPairIndex, kParamFactor | kParamOriginalContext | kParamLlama3, true,
+      false, false, AttentionRule::kOne, kYes, kYes, kYes},
+     POSENC_FN(llama3)},
+    {{"longrope", Method::kLongrope, YarnRamp::kPairIndex,
+      kParamFactor | kParamOriginalContext | kParamLongrope | kParamAttentionFactor, true, true, true,
+      AttentionRule::kLongrope, kYes, kYes, kYes},
+     POSENC_FN(longrope)},
+    // The factor is optional in its config (1 when absent); not a context extension.
+    {{"proportional", Method::kProportional, YarnRamp::kPairIndex, kParamFactor | kParamProportion, false, true,
+      false, AttentionRule::kOne, kYes, kYes,
+      {false, "posenc has no record of how vLLM runs proportional RoPE (not modelled)"}},
+     POSENC_FN(proportional)},
+    // Hunyuan's rope_scaling {"type": "dynamic", "alpha": A}. llama.cpp's converter folds alpha
+    // into rope.freq_base (convert_hf_to_gguf.py HunYuan: base * alpha ** (dim / (dim - 2))); vLLM:
+    // DynamicNTKAlphaRotaryEmbedding (rotary_embedding/dynamic_ntk_alpha_rope.py).
+    {{"ntk-alpha", Method::kNtkAlpha, YarnRamp::kPairIndex, kParamAlpha, false, false, false, AttentionRule::kOne,
+      kYes, kYes, kYes},
+     POSENC_FN(ntk_alpha)},
+};
+
+#undef POSENC_FN
+
+const Entry& entry(Method method, YarnRamp ramp) {
+  for (const Entry& e : kMethods) {
+    if (e.info.method == method && e.info.ramp == ramp) return e;
+  }
+  for (const Entry& e : kMethods) {
+    if (e.info.method == method) return e;
+  }
+  throw Error("no scaling method is registered for enumerator " + std::to_string(static_cast<int>(method)));
+}
 
 }  // namespace
 
-MethodFn find_method(std::string_view name) {
-  for (const auto& [key, fn] : kRegistry) {
-    if (key == name) return fn;
-  }
-  throw Error("no scaling method is registered under \"" + std::string(name) + "\"");
-}
+MethodFn find_method(const RopeSpec& spec) { return entry(spec.method, spec.yarn.ramp).fn; }
 
 double yarn_attention_factor(const YarnParams& yarn, double scale) {
   if (yarn.attention_factor) return *yarn.attention_factor;
@@ -367,6 +434,11 @@ double dynamic_ntk_base(const RopeSpec& spec, std::int64_t seq_len) {
   return spec.rope_theta * std::pow(growth, d / (d - 2.0));
 }
 
+double ntk_alpha_base(const RopeSpec& spec) {
+  const double d = static_cast<double>(spec.rotary_dim);
+  return spec.rope_theta * std::pow(spec.alpha, d / (d - 2.0));
+}
+
 double ntk_base(const RopeSpec& spec) {
   const double d = static_cast<double>(spec.rotary_dim);
   return spec.rope_theta * std::pow(spec.factor, d / (d - 2.0));
@@ -381,6 +453,51 @@ std::int64_t proportional_rotated_pairs(const RopeSpec& spec) {
 }  // namespace posenc::detail
 
 namespace posenc {
+
+std::span<const MethodInfo> methods() {
+  static const auto kInfos = [] {
+    std::vector<MethodInfo> v;
+    for (const detail::Entry& e : detail::kMethods) v.push_back(e.info);
+    return v;
+  }();
+  return kInfos;
+}
+
+const MethodInfo& method_info(Method method) { return detail::entry(method, YarnRamp::kPairIndex).info; }
+
+const MethodInfo& method_info(const RopeSpec& spec) { return detail::entry(spec.method, spec.yarn.ramp).info; }
+
+bool method_reads(const RopeSpec& spec, MethodParam param) {
+  if (param == kParamYarnDims && spec.yarn.ramp == YarnRamp::kPaper) return false;
+  return method_info(spec).reads_param(param);
+}
+
+namespace {
+
+template <typename Pred>
+std::string names_where(Pred pred) {
+  std::vector<std::string_view> names;
+  for (const MethodInfo& m : methods()) {
+    if (pred(m)) names.push_back(m.name);
+  }
+  std::string out;
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    out += (i == 0 ? "" : i + 1 == names.size() ? " and " : ", ") + std::string(names[i]);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string methods_reading(MethodParam param) {
+  return names_where([param](const MethodInfo& m) { return m.reads_param(param); });
+}
+
+std::string methods_with(bool MethodInfo::*trait) {
+  return names_where([trait](const MethodInfo& m) { return m.*trait; });
+}
+
+bool depends_on_length(const RopeSpec& spec) { return method_info(spec).depends_on_seq_len; }
 
 double yarn_mscale(double scale, double mscale) {
   if (scale <= 1.0) return 1.0;

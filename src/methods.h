@@ -31,8 +31,8 @@ struct MethodResult {
 // float32 == true: the hf convention; false: precise (float64).
 using MethodFn = MethodResult (*)(const RopeSpec& spec, std::int64_t seq_len, bool float32);
 
-// The function registered under `name` (a method_name() string without "-paper").
-MethodFn find_method(std::string_view name);
+// The function of the spec's method (the registry of src/methods.cc).
+MethodFn find_method(const RopeSpec& spec);
 
 // The attention factor YaRN uses at scale s (explicit value, mscale ratio or g(s, 1)).
 double yarn_attention_factor(const YarnParams& yarn, double scale);
@@ -42,6 +42,9 @@ double dynamic_yarn_scale(const RopeSpec& spec, std::int64_t seq_len);
 
 // The base dynamic NTK uses at `seq_len`, in float64 (for ggml's freq_base).
 double dynamic_ntk_base(const RopeSpec& spec, std::int64_t seq_len);
+
+// Hunyuan's base b * alpha^(D / (D - 2)) (ntk-alpha).
+double ntk_alpha_base(const RopeSpec& spec);
 
 // The static NTK base b * s^(D / (D - 2)).
 double ntk_base(const RopeSpec& spec);

@@ -109,7 +109,7 @@ std::string model_summary(const ReportOptions& o, const Frequencies& f, const fi
     row(h, "yarn correction range", num(*f.correction_low) + " .. " + num(*f.correction_high) +
                                         " (pairs below keep ω, above get ω/s)");
   }
-  if (s.method == Method::kNtk || s.method == Method::kDynamic) row(h, "base in effect", num(f.base));
+  if (s.method == Method::kNtk || s.method == Method::kDynamic || s.method == Method::kNtkAlpha) row(h, "base in effect", num(f.base));
   if (!o.config.layer_specs.empty()) {
     std::string names;
     for (const auto& [name, unused] : o.config.layer_specs) names += (names.empty() ? "" : ", ") + name;

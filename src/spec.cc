@@ -2,7 +2,6 @@
 #include "posenc/spec.h"
 
 #include <algorithm>
-#include <array>
 #include <cmath>
 #include <numbers>
 #include <string>
@@ -18,18 +17,6 @@ namespace {
 
 using detail::num;
 
-constexpr std::array<std::pair<Method, std::string_view>, 9> kMethodNames = {{
-    {Method::kNone, "default"},
-    {Method::kLinear, "linear"},
-    {Method::kNtk, "ntk"},
-    {Method::kDynamic, "dynamic"},
-    {Method::kYarn, "yarn"},
-    {Method::kDynamicYarn, "dynamic-yarn"},
-    {Method::kLlama3, "llama3"},
-    {Method::kLongrope, "longrope"},
-    {Method::kProportional, "proportional"},
-}};
-
 bool finite_positive(double v) { return std::isfinite(v) && v > 0; }
 
 // The hf and ggml numerics round every parameter to float32 (docs/design.md §4). A double rounds to a
@@ -40,10 +27,8 @@ constexpr const char* kFloat32Range = "(must be within float32's range, 1.2e-38 
 
 bool fits_float32(double v) { return std::abs(v) < kFloat32Overflow; }
 
-bool uses_factor(Method m) {
-  return m == Method::kLinear || m == Method::kNtk || m == Method::kDynamic ||
-         m == Method::kYarn || m == Method::kLlama3 || m == Method::kProportional;
-}
+// check_longrope words its own factor checks (its factor below 1 turns the attention factor off).
+bool uses_factor(Method m) { return method_info(m).reads_param(kParamFactor) && m != Method::kLongrope; }
 
 // Collects the checks of one spec; `fail` throws with the method's name in front.
 class Checker {
@@ -333,19 +318,14 @@ void check_freq_factors(const RopeSpec& s, Checker& c) {
 
 }  // namespace
 
-std::string_view method_name(Method method) {
-  for (const auto& [m, name] : kMethodNames) {
-    if (m == method) return name;
-  }
-  return "?";
-}
+std::string_view method_name(Method method) { return method_info(method).name; }
 
 std::string method_name(const RopeSpec& spec) {
-  if (spec.yarn.ramp == YarnRamp::kPaper &&
-      (spec.method == Method::kYarn || spec.method == Method::kDynamicYarn)) {
-    return std::string(method_name(spec.method)) + "-paper";
+  const MethodInfo& m = method_info(spec);
+  if (spec.yarn.ramp == YarnRamp::kPaper && m.ramp != YarnRamp::kPaper && m.reads_param(kParamYarn)) {
+    return std::string(m.name) + "-paper";  // dynamic-yarn-paper
   }
-  return std::string(method_name(spec.method));
+  return std::string(m.name);
 }
 
 void set_method(RopeSpec& spec, std::string_view name, std::string_view field) {
@@ -353,18 +333,22 @@ void set_method(RopeSpec& spec, std::string_view name, std::string_view field) {
   if (name == "none") name = "default";
   if (name == "su") name = "longrope";  // Phi-3's first configs, renamed in transformers 4.42
   if (name == "dynamic_yarn") name = "dynamic-yarn";
-  if (name == "yarn-paper" || name == "dynamic-yarn-paper") {
-    spec.yarn.ramp = YarnRamp::kPaper;
-    name = name.substr(0, name.size() - 6);
+  YarnRamp ramp = YarnRamp::kPairIndex;
+  if (name == "dynamic-yarn-paper") {
+    ramp = YarnRamp::kPaper;
+    name = "dynamic-yarn";
   }
-  for (const auto& [m, known] : kMethodNames) {
-    if (name == known) {
-      spec.method = m;
+  for (const MethodInfo& m : methods()) {
+    if (name == m.name) {
+      spec.method = m.method;
+      spec.yarn.ramp = m.ramp == YarnRamp::kPaper ? m.ramp : ramp;
       return;
     }
   }
   std::string list;
-  for (const auto& [m, known] : kMethodNames) list += std::string(known) + ", ";
+  for (const MethodInfo& m : methods()) {
+    if (m.ramp != YarnRamp::kPaper) list += std::string(m.name) + ", ";
+  }
   throw Error(std::string(field) + " (\"" + std::string(name) + "\") must be one of " + list +
               "yarn-paper (aliases: none, su, dynamic_yarn)");
 }
@@ -408,6 +392,23 @@ std::vector<std::string> validate(const RopeSpec& spec) {
     case Method::kLlama3: check_llama3(spec, c); break;
     case Method::kLongrope: check_longrope(spec, c); break;
     case Method::kProportional: check_proportional(spec, c); break;
+    case Method::kNtkAlpha: {
+      if (spec.rotary_dim <= 2) {
+        c.fail("rotary_dim (" + std::to_string(spec.rotary_dim) +
+               ") must be greater than 2: the NTK base uses the exponent D / (D - 2)");
+      }
+      c.positive("alpha", spec.alpha);
+      if (const double base = detail::ntk_alpha_base(spec); !(fits_float32(base) && static_cast<float>(base) > 1.0f)) {
+        c.fail("rope_theta (" + num(spec.rope_theta) + ") and alpha (" + num(spec.alpha) +
+               ") give the NTK base rope_theta * alpha^(D / (D - 2)) = " + num(base) + " (rotary_dim " +
+               std::to_string(spec.rotary_dim) + "); it must be greater than 1 and within float32's range " +
+               kFloat32Range);
+      }
+      if (spec.alpha < 1) {
+        c.warn("alpha (" + num(spec.alpha) + ") is below 1: the base shrinks and positions are compressed");
+      }
+      break;
+    }
   }
   check_freq_factors(spec, c);
   return c.take_warnings();

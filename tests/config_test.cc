@@ -434,6 +434,30 @@ TEST(ConfigRopeScaling, Proportional) {
   EXPECT_EQ(c.spec.factor, 8.0);
 }
 
+// Hunyuan ships {"type": "dynamic", "alpha": A, "factor": 1.0}: NTK alpha, not dynamic NTK.
+TEST(ConfigRopeScaling, HunyuanDynamicWithAlphaIsNtkAlpha) {
+  const ModelConfig c = parse_hf_config(R"({"hidden_size": 4096, "num_attention_heads": 32,
+      "max_position_embeddings": 262144, "rope_theta": 10000.0,
+      "rope_scaling": {"type": "dynamic", "alpha": 1000.0, "factor": 1.0}})");
+  EXPECT_EQ(c.spec.method, Method::kNtkAlpha);
+  EXPECT_EQ(c.spec.alpha, 1000.0);
+  EXPECT_EQ(method_name(c.spec), "ntk-alpha");
+}
+
+TEST(ConfigRopeScaling, NtkAlphaRefusesAnAlphaThatIsNotAPositiveNumber) {
+  for (const char* alpha : {"0", "-2.0", "\"big\"", "null"}) {
+    const std::string cfg = std::string(R"({"hidden_size": 64, "num_attention_heads": 1,
+        "rope_scaling": {"type": "dynamic", "alpha": )") + alpha + "}}";
+    try {
+      parse_hf_config(cfg);
+      ADD_FAILURE() << "accepted alpha " << alpha;
+    } catch (const Error& e) {
+      EXPECT_THAT(e.what(), HasSubstr("alpha")) << alpha;
+      EXPECT_THAT(e.what(), HasSubstr("greater than 0")) << alpha;
+    }
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Families: head_dim, rotary_dim, layout
 

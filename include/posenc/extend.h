@@ -30,7 +30,7 @@ namespace posenc {
 
 struct ExtendOptions {
   // --scaling: "none", "linear", "ntk", "dynamic", "yarn", "yarn-paper", "dynamic-yarn",
-  // "llama3", or "longrope" (only for a model that already has LongRoPE factor lists). Unset:
+  // "llama3", "ntk-alpha" (with alpha), or "longrope" (only for a model that already has LongRoPE factor lists). Unset:
   // the model's own method.
   std::optional<std::string> scaling;
   std::optional<std::int64_t> target_context;  // --target-context N: s = N / L0
@@ -47,6 +47,7 @@ struct ExtendOptions {
   // Llama 3.
   std::optional<double> low_freq_factor;       // --low-freq-factor
   std::optional<double> high_freq_factor;      // --high-freq-factor
+  std::optional<double> alpha;                 // --alpha: ntk-alpha (Hunyuan), required by it
 
   bool empty() const;  // no option set: extend_spec returns the base unchanged
   std::string flags() const;  // the options as flags, "--scaling yarn --target-context 65536"

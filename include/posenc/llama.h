@@ -218,8 +218,8 @@ class Session {
   std::unique_ptr<State> state_;
 };
 
-// Whether the method's frequencies depend on the sequence length (dynamic, dynamic-yarn,
-// longrope), so that a Session updates them step by step.
-bool depends_on_length(const RopeSpec& spec);
+// Whether the method's frequencies depend on the sequence length, so that a Session updates them
+// step by step: the registry's trait, declared in spec.h.
+using posenc::depends_on_length;
 
 }  // namespace posenc::llama

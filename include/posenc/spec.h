@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -34,6 +35,7 @@ enum class Method {
   kLlama3,        // "llama3": wavelength bands, smooth blend in between
   kLongrope,      // "longrope": per-pair factors, short or long by sequence length
   kProportional,  // "proportional": first int(rho * d_h / 2) pairs of a d_h-wide table, / s
+  kNtkAlpha,      // "ntk-alpha": Hunyuan's NTK alpha, base b * alpha^(D/(D-2))
 };
 
 enum class Layout { kHalfSplit, kInterleaved };
@@ -75,6 +77,7 @@ struct RopeSpec {
   std::int64_t original_max_position_embeddings = 0;  // L; 0 when the model has none
   std::int64_t max_position_embeddings = 0;           // L'; 0 when unknown
   double partial_rotary_factor = 1.0;  // rho; used by proportional (its D is d_h)
+  double alpha = 1.0;                  // ntk-alpha: Hunyuan's rope_scaling.alpha
   YarnParams yarn;
   Llama3Params llama3;
   LongropeParams longrope;
@@ -86,8 +89,70 @@ struct RopeSpec {
   std::vector<double> freq_factors;
 };
 
+// The parameter groups a method reads (MethodInfo::reads): one bit per group of RopeSpec fields.
+// head_dim, rotary_dim, rotary_offset, layout, rope_theta and freq_factors are read by every method.
+enum MethodParam : unsigned {
+  kParamFactor = 1u << 0,            // factor s
+  kParamOriginalContext = 1u << 1,   // original_max_position_embeddings L
+  kParamMaxContext = 1u << 2,        // max_position_embeddings L' as a parameter (dynamic NTK's trained length)
+  kParamYarn = 1u << 3,              // yarn: beta_fast, beta_slow, mscale, mscale_all_dim, extrapolation_factor
+  kParamYarnDims = 1u << 4,          // yarn.truncate: the ramp runs between correction dims (not the paper's)
+  kParamAttentionFactor = 1u << 5,   // an explicit attention factor (yarn.attention_factor or longrope's)
+  kParamLlama3 = 1u << 6,            // low_freq_factor, high_freq_factor
+  kParamLongrope = 1u << 7,          // short_factor, long_factor
+  kParamProportion = 1u << 8,        // partial_rotary_factor as the fraction of d_h/2 pairs rotated
+  kParamAlpha = 1u << 9,             // alpha (ntk-alpha)
+};
+
+// How a method finds its attention factor (the multiplier of cos and sin).
+enum class AttentionRule {
+  kOne,       // always 1
+  kYarn,      // explicit, else g(s, mscale) / g(s, mscale_all_dim), else 0.1 ln s + 1
+  kLongrope,  // explicit, else sqrt(1 + ln s / ln L), 1 when s <= 1
+};
+
+// Whether one engine runs a method as the model asks; `reason` says why not.
+struct EngineSupport {
+  bool supported = true;
+  std::string_view reason;  // empty when supported
+};
+
+// One entry of the method registry: every fact about a method that code outside its frequency
+// function needs. `method_info` finds it; `methods()` lists them all (docs/design.md §3).
+struct MethodInfo {
+  std::string_view name;       // registry name: what method_name() prints and set_method() parses
+  Method method;
+  YarnRamp ramp;               // kPaper only for "yarn-paper"
+  unsigned reads;              // MethodParam bits of the parameters the method reads
+  bool factor_required;        // a context extension to it needs a factor (or a target context)
+  bool factor_is_ratio;        // factor = the context it reaches / L (intended_context)
+  bool depends_on_seq_len;     // its frequencies change with the sequence length
+  AttentionRule attention;     // how its attention factor is found
+  EngineSupport transformers;  // transformers' ROPE_INIT_FUNCTIONS
+  EngineSupport llama_cpp;     // llama.cpp (convert_hf_to_gguf.py + ggml_rope_ext)
+  EngineSupport vllm;          // vLLM's get_rope
+
+  bool reads_param(MethodParam p) const { return (reads & p) != 0; }
+};
+
+// Every registered method, in the order the docs list them.
+std::span<const MethodInfo> methods();
+// The entry of `method` (its pair-index ramp for the YaRN family).
+const MethodInfo& method_info(Method method);
+// The entry of a spec: "yarn-paper" for yarn with the paper's ramp, else method_info(spec.method).
+const MethodInfo& method_info(const RopeSpec& spec);
+// Whether the spec's method reads `param`: method_info(spec).reads, except that no ramp of the
+// paper (yarn-paper, dynamic-yarn-paper) has correction dims to truncate.
+bool method_reads(const RopeSpec& spec, MethodParam param);
+// "yarn, yarn-paper and dynamic-yarn": the names of the methods that read `param`, for messages.
+std::string methods_reading(MethodParam param);
+// The same for a yes/no trait: methods_with(&MethodInfo::depends_on_seq_len).
+std::string methods_with(bool MethodInfo::*trait);
+// Whether the spec's frequencies depend on the sequence length (dynamic, dynamic-yarn, longrope).
+bool depends_on_length(const RopeSpec& spec);
+
 // Registry names: "default", "linear", "ntk", "dynamic", "yarn", "dynamic-yarn", "llama3",
-// "longrope", "proportional". `method_name` of a yarn spec with the paper's ramp is "yarn-paper".
+// "longrope", "proportional", "ntk-alpha" (methods() lists them). `method_name` of a yarn spec with the paper's ramp is "yarn-paper".
 std::string method_name(const RopeSpec& spec);
 std::string_view method_name(Method method);
 

@@ -226,13 +226,9 @@ RopeSpec Model::rope_spec(std::string_view method, double factor) const {
   spec.rope_theta = config_.rope_theta;
   spec.factor = factor;
   spec.original_max_position_embeddings = config_.max_seq_len;
-  if (spec.method == Method::kDynamic) spec.max_position_embeddings = config_.max_seq_len;
+  if (method_reads(spec, kParamMaxContext)) spec.max_position_embeddings = config_.max_seq_len;
   validate(spec);
   return spec;
-}
-
-bool depends_on_length(const RopeSpec& spec) {
-  return spec.method == Method::kDynamic || spec.method == Method::kDynamicYarn || spec.method == Method::kLongrope;
 }
 
 }  // namespace posenc::llama

@@ -85,6 +85,16 @@ inline std::vector<double> NtkInvFreq(std::int64_t d, double b, double s) {
   return InvFreqForBase(d, NtkBaseL(d, b, s));
 }
 
+// Hunyuan's NTK alpha: the base becomes b * alpha^(D/(D-2)) (HunYuan's rotary embedding).
+inline long double NtkAlphaBaseL(std::int64_t d, double b, double alpha) {
+  return static_cast<long double>(b) *
+         std::pow(static_cast<long double>(alpha), static_cast<long double>(d) / static_cast<long double>(d - 2));
+}
+
+inline std::vector<double> NtkAlphaInvFreq(std::int64_t d, double b, double alpha) {
+  return InvFreqForBase(d, NtkAlphaBaseL(d, b, alpha));
+}
+
 // Dynamic NTK (Hugging Face): l = max(seq_len, L'); base b * (s l / L' - (s - 1))^(D/(D-2)).
 // seq_len 0 means "at initialisation", l = L' (the base is then b).
 inline long double DynamicBaseL(std::int64_t d, double b, double s, std::int64_t max_pos,

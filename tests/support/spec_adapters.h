@@ -83,6 +83,17 @@ inline PreciseResult PreciseReference(const posenc::RopeSpec& spec, std::int64_t
       }
       break;
     }
+    case Method::kNtkAlpha: {
+      r.scale = spec.alpha;
+      r.inv_freq = posenc_ref::NtkAlphaInvFreq(d, b, spec.alpha);
+      r.base = static_cast<double>(posenc_ref::NtkAlphaBaseL(d, b, spec.alpha));
+      r.interpolation_weight.resize(r.inv_freq.size());
+      for (std::size_t i = 0; i < r.inv_freq.size(); ++i) {
+        r.interpolation_weight[i] =
+            spec.alpha > 1.0 ? 2.0 * static_cast<double>(i) / static_cast<double>(d - 2) : kUndefined;
+      }
+      break;
+    }
     case Method::kDynamic:
       r.inv_freq = posenc_ref::DynamicInvFreq(d, b, s, spec.max_position_embeddings, seq_len);
       r.base = static_cast<double>(
@@ -164,6 +175,10 @@ inline HfResult HfReference(const posenc::RopeSpec& spec, std::int64_t seq_len) 
       break;
     case Method::kNtk:
       r.inv_freq = posenc_hf::NtkInvFreq(d, b, s);
+      break;
+    case Method::kNtkAlpha:
+      // HunYuan: the base in Python floats, then transformers' float32 recipe (as static NTK).
+      r.inv_freq = posenc_hf::NtkInvFreq(d, b, spec.alpha);
       break;
     case Method::kDynamic:
       r.inv_freq = posenc_hf::DynamicInvFreq(d, b, s, spec.max_position_embeddings, seq_len);

@@ -115,6 +115,9 @@ inline std::vector<GridCase> SpecGrid() {
           if (factor == 1.0) add(BaseSpec(Method::kNone, head_dim, rotary_dim, theta, 1.0));
           add(BaseSpec(Method::kLinear, head_dim, rotary_dim, theta, factor));
           add(BaseSpec(Method::kNtk, head_dim, rotary_dim, theta, factor));
+          posenc::RopeSpec alpha = BaseSpec(Method::kNtkAlpha, head_dim, rotary_dim, theta, 1.0);
+          alpha.alpha = factor;
+          add(alpha);
 
           posenc::RopeSpec dynamic =
               BaseSpec(Method::kDynamic, head_dim, rotary_dim, theta, factor);
