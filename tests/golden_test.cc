@@ -165,7 +165,7 @@ TEST(GoldenTest, NtkBase) {
 // base is 10000 * 1000^(128/126) = 10^(4 + 384/126) = 10^7 * 10^(1/21), and
 // 10^(1/21) = exp(ln 10 / 21) = exp(0.10964690919019266) = 1.1158839925077485, so 11158839.925077485.
 TEST(GoldenTest, NtkAlphaBaseHunyuan) {
-  RopeSpec spec = Spec(Method::kNtkAlpha, 128, 10000.0, 1.0, 0, 262144);
+  RopeSpec spec = make_spec(Method::kNtkAlpha, 128, 10000.0, 1.0, 0, 262144);
   spec.alpha = 1000.0;
   const posenc::Frequencies f = posenc::compute_frequencies(spec, Numerics::kPrecise);
   EXPECT_NEAR(f.base, 11158839.925077485, 11158839.925077485 * 4e-15);
