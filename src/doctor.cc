@@ -1,5 +1,5 @@
 // The checks of posenc/doctor.h. Each computes its numbers for the model at hand; the engine rules
-// come from engines.cc (and docs/engines.md).
+// come from src/engines/ (and docs/engines.md).
 #include "posenc/doctor.h"
 
 #include <algorithm>

@@ -347,7 +347,7 @@ constexpr EngineSupport kYes{};
 
 // The method registry, one row per method: name, method, ramp, parameters read, factor required
 // for an extension, factor = extension ratio, depends on seq_len, attention factor rule, then
-// transformers, llama.cpp and vLLM support (the reasons are what src/engines.cc reports; their
+// transformers, llama.cpp and vLLM support (the reasons are what src/engines/ reports; their
 // sources are docs/engines.md's). Adding a method: one row here and one function above.
 constexpr Entry kMethods[] = {
     {{"default", Method::kNone, YarnRamp::kPairIndex, 0, false, false, false, AttentionRule::kOne, kYes, kYes, kYes},
