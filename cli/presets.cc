@@ -23,7 +23,7 @@ void run_presets(bool json) {
                      {"model_type", c.model_type},
                      {"rope_type", method_name(s)},
                      {"factor", s.factor},
-                     {"context", intended_context(s)},
+                     {"context", reachable_context(s)},
                      {"original_max_position_embeddings", s.original_max_position_embeddings},
                      {"max_position_embeddings", s.max_position_embeddings},
                      {"head_dim", s.head_dim},
@@ -43,7 +43,7 @@ void run_presets(bool json) {
   for (const Preset& p : presets()) {
     const RopeSpec s = load_preset(p.name).spec;
     fmt::print("{:<26} {:<12} {:>6} {:>8}  {}\n", p.name, method_name(s), fmt::format("{:g}", s.factor),
-               intended_context(s), p.source);
+               reachable_context(s), p.source);
   }
   fmt::print(
       "\ncontext: max_position_embeddings, or factor × original context where that is larger and the\n"

@@ -189,7 +189,7 @@ void apply_params(RopeSpec& s, const ExtendOptions& o) {
 
 }  // namespace
 
-std::int64_t intended_context(const RopeSpec& s) {
+std::int64_t reachable_context(const RopeSpec& s) {
   std::int64_t c = s.max_position_embeddings;
   const bool ratio = method_info(s).factor_is_ratio;
   if (ratio && s.original_max_position_embeddings > 0 && s.factor > 1) {
@@ -257,7 +257,7 @@ RopeSpec extend_spec(const RopeSpec& base, const ExtendOptions& o, std::vector<s
     std::optional<std::int64_t> target = o.target_context;
     if (!target && !o.factor && changed && method_info(s).factor_required) {
       // A scaled model keeps the context it reaches; a model without scaling has no target.
-      const std::int64_t r = base.method == Method::kNone ? 0 : intended_context(base);
+      const std::int64_t r = base.method == Method::kNone ? 0 : reachable_context(base);
       if (r <= 0) {
         throw Error("--scaling " + method_name(s) + " needs --factor or --target-context");
       }

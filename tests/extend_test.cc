@@ -282,13 +282,13 @@ TEST(Extend, ErrorsNameTheFlagAndTheValue) {
 // extension ratio, so the context it reaches is max_position_embeddings, and replacing the
 // method aims at 131072 (factor 16), not 32 * 8192.
 TEST(Extend, IntendedContext) {
-  EXPECT_EQ(intended_context(preset("llama-3.2-1b")), 131072);
-  EXPECT_EQ(intended_context(preset("llama-3.1-8b")), 131072);
-  EXPECT_EQ(intended_context(preset("qwen3-8b-yarn4")), 131072);  // 4 * 32768 > L' 40960
-  EXPECT_EQ(intended_context(preset("qwen2.5-7b-instruct-yarn4")), 131072);
-  EXPECT_EQ(intended_context(preset("deepseek-v3")), 163840);
-  EXPECT_EQ(intended_context(preset("phi-3.5-mini")), 131072);
-  EXPECT_EQ(intended_context(preset("llama-2-7b")), 4096);
+  EXPECT_EQ(reachable_context(preset("llama-3.2-1b")), 131072);
+  EXPECT_EQ(reachable_context(preset("llama-3.1-8b")), 131072);
+  EXPECT_EQ(reachable_context(preset("qwen3-8b-yarn4")), 131072);  // 4 * 32768 > L' 40960
+  EXPECT_EQ(reachable_context(preset("qwen2.5-7b-instruct-yarn4")), 131072);
+  EXPECT_EQ(reachable_context(preset("deepseek-v3")), 163840);
+  EXPECT_EQ(reachable_context(preset("phi-3.5-mini")), 131072);
+  EXPECT_EQ(reachable_context(preset("llama-2-7b")), 4096);
   const RopeSpec s = extend_spec(preset("llama-3.2-1b"), with("yarn"), nullptr);
   EXPECT_EQ(s.factor, 16.0);
   EXPECT_EQ(s.max_position_embeddings, 131072);

@@ -68,12 +68,13 @@ struct ExtendOptions {
 RopeSpec extend_spec(const RopeSpec& base, const ExtendOptions& options,
                      std::vector<std::string>* warnings);
 
-// The context a model is meant to reach: max_position_embeddings, or factor * original context
-// when larger, for the methods whose factor is the extension ratio (linear, ntk, yarn,
-// longrope, proportional). The Qwen model cards' YaRN blocks leave max_position_embeddings at
+// The context a model can reach, which `posenc presets` lists: max_position_embeddings, or factor
+// * original context when larger, for the methods whose factor is the extension ratio
+// (MethodInfo::factor_is_ratio). It differs from context_lengths().extended (spec.h), the
+// declared L' every other command shows, when a config's L' stops short of s * L. The Qwen model cards' YaRN blocks leave max_position_embeddings at
 // 40960 or 32768 while factor 4 over 32768 reaches 131072. Llama 3's factor only divides the low
 // frequencies (Llama 3.2: factor 32 over 8192, 131072 in all), and dynamic NTK's
 // max_position_embeddings is its trained length, so both give max_position_embeddings.
-std::int64_t intended_context(const RopeSpec& spec);
+std::int64_t reachable_context(const RopeSpec& spec);
 
 }  // namespace posenc

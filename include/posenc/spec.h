@@ -125,7 +125,7 @@ struct MethodInfo {
   YarnRamp ramp;               // kPaper only for "yarn-paper"
   unsigned reads;              // MethodParam bits of the parameters the method reads
   bool factor_required;        // a context extension to it needs a factor (or a target context)
-  bool factor_is_ratio;        // factor = the context it reaches / L (intended_context)
+  bool factor_is_ratio;        // factor = the context it reaches / L (reachable_context)
   bool depends_on_seq_len;     // its frequencies change with the sequence length
   AttentionRule attention;     // how its attention factor is found
   EngineSupport transformers;  // transformers' ROPE_INIT_FUNCTIONS
