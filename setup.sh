@@ -15,9 +15,9 @@ mode=${1:-run}
 packages=(cmake ninja-build g++ nlohmann-json3-dev libcli11-dev libfmt-dev libhwy-dev
           libgtest-dev libgmock-dev libbenchmark-dev libxml2-utils)
 case "$mode" in
-  asan) packages+=(clang libclang-rt-14-dev chromium fonts-dejavu-core python3-torch python3-numpy) ;;
+  asan) packages+=(clang libclang-rt-14-dev chromium fonts-dejavu-core python3-torch python3-numpy clang-format-14) ;;
   clang) packages+=(clang libclang-rt-14-dev) ;;
-  test) packages+=(chromium fonts-dejavu-core python3-torch python3-numpy) ;;  # browser: the HTML report; torch: hf numerics against torch
+  test) packages+=(chromium fonts-dejavu-core python3-torch python3-numpy clang-format-14) ;;  # browser: the HTML report; torch: hf numerics against torch; clang-format: the format check
   run) ;;
   *) echo "usage: ./setup.sh run|test|asan|clang" >&2; exit 2 ;;
 esac

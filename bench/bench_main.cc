@@ -22,7 +22,7 @@
 #include <fmt/format.h>
 
 #include "cases.h"
-#include "posenc/targets.h"
+#include "posenc/rope/targets.h"
 #include "timing.h"
 #include "workload.h"
 
@@ -49,8 +49,9 @@ void run_case(benchmark::State& state, const Case& c) {
   if (checked.insert(c.name).second) {
     const double diff = w.max_difference(c.table, c.threads);
     if (!(diff <= w.tolerance())) {
-      state.SkipWithError(fmt::format("kernel and scalar loop differ by {:g} (tolerance {:g})", diff,
-                                      w.tolerance()).c_str());
+      state.SkipWithError(
+          fmt::format("kernel and scalar loop differ by {:g} (tolerance {:g})", diff, w.tolerance())
+              .c_str());
     }
   }
   // Timed by Google Benchmark; timed again here around the same loop for the ratios, since the
@@ -59,7 +60,8 @@ void run_case(benchmark::State& state, const Case& c) {
   for (auto _ : state) w.rotate(c.table, c.threads);
   const auto stop = std::chrono::steady_clock::now();
   if (state.error_occurred()) return;
-  const double kernel = std::chrono::duration<double>(stop - start).count() / static_cast<double>(state.iterations());
+  const double kernel =
+      std::chrono::duration<double>(stop - start).count() / static_cast<double>(state.iterations());
   state.SetBytesProcessed(state.iterations() * static_cast<std::int64_t>(c.bytes_moved()));
   const Baselines b = measure_baselines(w, kBaselineRepetitions);
   state.counters["ratio_to_memcpy"] = b.memcpy_seconds / kernel;

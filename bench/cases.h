@@ -19,7 +19,7 @@
 #include <string_view>
 #include <vector>
 
-#include "posenc/tensor.h"
+#include "posenc/rope/tensor.h"
 
 namespace posenc::bench {
 
@@ -39,7 +39,9 @@ struct Case {
   int threads = 1;
 
   std::int64_t elements() const { return shape.tokens * shape.heads * shape.head_dim; }
-  std::size_t tensor_bytes() const { return static_cast<std::size_t>(elements()) * dtype_size(dtype); }
+  std::size_t tensor_bytes() const {
+    return static_cast<std::size_t>(elements()) * dtype_size(dtype);
+  }
   // Read once + written once: 2 x tokens x heads x head_dim x dtype_size.
   std::size_t bytes_moved() const { return 2 * tensor_bytes(); }
 };

@@ -19,14 +19,17 @@ double time_calls(const std::function<void()>& fn, std::int64_t calls) {
 
 }  // namespace
 
-double median_seconds_per_call(const std::function<void()>& fn, int repetitions, double min_sample_seconds) {
+double median_seconds_per_call(const std::function<void()>& fn, int repetitions,
+                               double min_sample_seconds) {
   fn();  // warm-up: caches, page tables, the kernels' thread pool
   // Grow the batch until one batch lasts min_sample_seconds; that batch is the first sample.
   std::int64_t calls = 1;
   double elapsed = time_calls(fn, calls);
   while (elapsed < min_sample_seconds) {
-    const double wanted = 1.2 * static_cast<double>(calls) * min_sample_seconds / std::max(elapsed, 1e-9);
-    calls = std::max(2 * calls, static_cast<std::int64_t>(std::min(wanted, 100.0 * static_cast<double>(calls))));
+    const double wanted =
+        1.2 * static_cast<double>(calls) * min_sample_seconds / std::max(elapsed, 1e-9);
+    calls = std::max(
+        2 * calls, static_cast<std::int64_t>(std::min(wanted, 100.0 * static_cast<double>(calls))));
     elapsed = time_calls(fn, calls);
   }
   std::vector<double> per_call{elapsed / static_cast<double>(calls)};

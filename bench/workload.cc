@@ -9,15 +9,17 @@
 #include <new>
 #include <span>
 
-#include "posenc/apply.h"
-#include "posenc/spec.h"
+#include "posenc/core/spec.h"
+#include "posenc/rope/apply.h"
 
 namespace posenc::bench {
 namespace {
 
 // Scalar float32 <-> float16 / bfloat16, round to nearest even: the textbook recipes, written
 // here rather than shared with src/ so the baseline owes nothing to the kernels.
-float from_bf16(std::uint16_t h) { return std::bit_cast<float>(static_cast<std::uint32_t>(h) << 16); }
+float from_bf16(std::uint16_t h) {
+  return std::bit_cast<float>(static_cast<std::uint32_t>(h) << 16);
+}
 
 std::uint16_t to_bf16(float f) {
   const std::uint32_t bits = std::bit_cast<std::uint32_t>(f);
@@ -72,7 +74,8 @@ struct Storage<DType::kF32> {
 
 // The baseline a reader would write first: half-split pairs (i, i + n), y = R(theta) x.
 template <DType kDType>
-void rotate_scalar_as(void* data, const Shape& shape, const float* cos_rows, const float* sin_rows) {
+void rotate_scalar_as(void* data, const Shape& shape, const float* cos_rows,
+                      const float* sin_rows) {
   using S = Storage<kDType>;
   auto* x = static_cast<typename S::Type*>(data);
   const std::int64_t n = shape.head_dim / 2;
@@ -123,18 +126,21 @@ Workload::Buffer Workload::allocate(std::size_t bytes) {
 Workload::Workload(const Shape& shape, DType dtype)
     : shape_(shape),
       dtype_(dtype),
-      bytes_(static_cast<std::size_t>(shape.tokens * shape.heads * shape.head_dim) * dtype_size(dtype)),
+      bytes_(static_cast<std::size_t>(shape.tokens * shape.heads * shape.head_dim) *
+             dtype_size(dtype)),
       freqs_(compute_frequencies(plain_rope(shape.head_dim))),
       data_(allocate(bytes_)),
       copy_(allocate(bytes_)) {
   const std::int64_t n = shape.head_dim / 2;
   positions_.resize(static_cast<std::size_t>(shape.tokens));
-  for (std::int64_t t = 0; t < shape.tokens; ++t) positions_[static_cast<std::size_t>(t)] = shape.first_position + t;
+  for (std::int64_t t = 0; t < shape.tokens; ++t)
+    positions_[static_cast<std::size_t>(t)] = shape.first_position + t;
   table_ = std::make_unique<CosSinTable>(freqs_, shape.first_position + shape.tokens);
   cos_rows_.resize(static_cast<std::size_t>(shape.tokens * n));
   sin_rows_.resize(cos_rows_.size());
   for (std::int64_t t = 0; t < shape.tokens; ++t) {
-    const auto c = table_->cos_row(shape.first_position + t), s = table_->sin_row(shape.first_position + t);
+    const auto c = table_->cos_row(shape.first_position + t),
+               s = table_->sin_row(shape.first_position + t);
     std::copy(c.begin(), c.end(), cos_rows_.begin() + t * n);
     std::copy(s.begin(), s.end(), sin_rows_.begin() + t * n);
   }
@@ -160,7 +166,8 @@ Workload::Workload(const Shape& shape, DType dtype)
 
 int Workload::rotate(bool use_table, int threads) {
   RopeArgs args;
-  args.q = TensorView::contiguous(data_.get(), dtype_, shape_.tokens, shape_.heads, shape_.head_dim);
+  args.q =
+      TensorView::contiguous(data_.get(), dtype_, shape_.tokens, shape_.heads, shape_.head_dim);
   args.positions = std::span<const std::int64_t>(positions_);
   args.table = use_table ? table_.get() : nullptr;
   args.threads = threads;

@@ -21,9 +21,9 @@
 #include <vector>
 
 #include "cases.h"
-#include "posenc/frequencies.h"
-#include "posenc/table.h"
-#include "posenc/tensor.h"
+#include "posenc/core/frequencies.h"
+#include "posenc/rope/table.h"
+#include "posenc/rope/tensor.h"
 
 namespace posenc::bench {
 

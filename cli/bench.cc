@@ -16,8 +16,8 @@
 #include "cases.h"
 #include "commands.h"
 #include "options.h"
-#include "posenc/error.h"
-#include "posenc/targets.h"
+#include "posenc/core/error.h"
+#include "posenc/rope/targets.h"
 #include "timing.h"
 #include "workload.h"
 
@@ -34,7 +34,8 @@ struct BenchOptions {
 struct Result {
   bench::Case c;
   double seconds = 0;  // the kernel, per call
-  int threads_used = 1;  // what apply_rope ran on: fewer than c.threads when the case is too small to split
+  int threads_used =
+      1;  // what apply_rope ran on: fewer than c.threads when the case is too small to split
   bench::Baselines baselines;
   double max_difference = 0;
 
@@ -55,7 +56,8 @@ std::vector<bench::Case> select_cases(const BenchOptions& o) {
   try {
     filter = std::regex(o.filter);
   } catch (const std::regex_error& e) {
-    throw Error(fmt::format("--filter (\"{}\") is not a regular expression: {}", o.filter, e.what()));
+    throw Error(
+        fmt::format("--filter (\"{}\") is not a regular expression: {}", o.filter, e.what()));
   }
   std::vector<bench::Case> out;
   for (bench::Case& c : bench::all_cases(o.threads)) {
@@ -92,20 +94,23 @@ nlohmann::json to_json(const Result& r, const std::string& target, int repetitio
 }
 
 void print_table(const std::vector<Result>& results, const std::string& target, int repetitions) {
-  fmt::print("SIMD target {}; median of {} repetitions; bytes = tensor read + written once;\n"
-             "ratios = single-threaded baseline time / kernel time (> 1: the kernel is faster)\n\n",
-             target, repetitions);
+  fmt::print(
+      "SIMD target {}; median of {} repetitions; bytes = tensor read + written once;\n"
+      "ratios = single-threaded baseline time / kernel time (> 1: the kernel is faster)\n\n",
+      target, repetitions);
   std::size_t width = 4;
   for (const Result& r : results) width = std::max(width, r.c.name.size());
-  fmt::print("{:<{}}  {:>10}  {:>8}  {:>9}  {:>9}\n", "case", width, "time", "GB/s", "x memcpy", "x scalar");
+  fmt::print("{:<{}}  {:>10}  {:>8}  {:>9}  {:>9}\n", "case", width, "time", "GB/s", "x memcpy",
+             "x scalar");
   for (const Result& r : results) {
-    fmt::print("{:<{}}  {:>10}  {:>8.2f}  {:>9.2f}  {:>9.2f}\n", r.c.name, width, format_seconds(r.seconds),
-               r.bytes_per_second() / 1e9, r.ratio_to_memcpy(), r.ratio_to_scalar());
+    fmt::print("{:<{}}  {:>10}  {:>8.2f}  {:>9.2f}  {:>9.2f}\n", r.c.name, width,
+               format_seconds(r.seconds), r.bytes_per_second() / 1e9, r.ratio_to_memcpy(),
+               r.ratio_to_scalar());
   }
   for (const Result& r : results) {
     if (r.threads_used != r.c.threads) {
-      fmt::print("note: {} ran on {} thread{}: the case is too small to split further\n", r.c.name, r.threads_used,
-                 r.threads_used == 1 ? "" : "s");
+      fmt::print("note: {} ran on {} thread{}: the case is too small to split further\n", r.c.name,
+                 r.threads_used, r.threads_used == 1 ? "" : "s");
     }
   }
 }
@@ -126,15 +131,18 @@ void run_bench(const BenchOptions& o) {
     r.max_difference = w->max_difference(c.table, c.threads);
     r.threads_used = w->rotate(c.table, c.threads);
     if (!(r.max_difference <= w->tolerance())) {
-      throw Error(fmt::format("bench: {}: the kernel and the scalar loop differ by {:g} (tolerance {:g})",
-                              c.name, r.max_difference, w->tolerance()));
+      throw Error(
+          fmt::format("bench: {}: the kernel and the scalar loop differ by {:g} (tolerance {:g})",
+                      c.name, r.max_difference, w->tolerance()));
     }
-    r.seconds = bench::median_seconds_per_call([&] { w->rotate(c.table, c.threads); }, o.repetitions);
+    r.seconds =
+        bench::median_seconds_per_call([&] { w->rotate(c.table, c.threads); }, o.repetitions);
     r.baselines = bench::measure_baselines(*w, o.repetitions);
     fmt::print(stderr, "[{}/{}] {}  {}  {:.2f} GB/s{}\n", results.size() + 1, cases.size(), c.name,
                format_seconds(r.seconds), r.bytes_per_second() / 1e9,
-               r.threads_used == c.threads ? "" : fmt::format("  (ran on {} thread{})", r.threads_used,
-                                                              r.threads_used == 1 ? "" : "s"));
+               r.threads_used == c.threads ? ""
+                                           : fmt::format("  (ran on {} thread{})", r.threads_used,
+                                                         r.threads_used == 1 ? "" : "s"));
     results.push_back(std::move(r));
   }
   if (o.json) {
@@ -151,18 +159,21 @@ void run_bench(const BenchOptions& o) {
 void add_bench(CLI::App& app) {
   auto opts = std::make_shared<BenchOptions>();
   CLI::App* cmd = app.add_subcommand(
-      "bench", "Time the RoPE kernel on the benchmark cases (real model shapes x f32/f16/bf16 x table or "
-               "on-the-fly cos/sin x threads), in place, against a memcpy and a scalar loop of the same "
-               "bytes. Progress goes to stderr. For careful numbers use posenc_bench (Google Benchmark).");
-  cmd->add_option("--filter", opts->filter,
-                  "Regular expression (ECMAScript, searched) on case names, e.g. 'decode' or 'prefill-q/f32'");
+      "bench",
+      "Time the RoPE kernel on the benchmark cases (real model shapes x f32/f16/bf16 x table or "
+      "on-the-fly cos/sin x threads), in place, against a memcpy and a scalar loop of the same "
+      "bytes. Progress goes to stderr. For careful numbers use posenc_bench (Google Benchmark).");
+  cmd->add_option(
+      "--filter", opts->filter,
+      "Regular expression (ECMAScript, searched) on case names, e.g. 'decode' or 'prefill-q/f32'");
   add_integers(cmd, "--threads", opts->threads, 1, kMaxThreads,
                fmt::format("Kernel thread counts to run, e.g. 1,2; each in [1, {}]", kMaxThreads))
       ->capture_default_str();
   add_integer(cmd, "--repetitions", opts->repetitions, 1, std::numeric_limits<int>::max(),
               "Samples per timing; each reported time is their median")
       ->capture_default_str();
-  cmd->add_flag("--json", opts->json, "Print a JSON array with one record per case instead of the table");
+  cmd->add_flag("--json", opts->json,
+                "Print a JSON array with one record per case instead of the table");
   cmd->callback([opts] { run_bench(*opts); });
 }
 

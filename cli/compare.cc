@@ -1,5 +1,5 @@
 // `posenc compare MODEL`: one model's RoPE as transformers, llama.cpp and vLLM compute it, each
-// set against the float64 formulas (posenc/engines.h, docs/engines.md).
+// set against the float64 formulas (posenc/analysis/engines.h, docs/engines.md).
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -15,9 +15,9 @@
 #include "encoding_json.h"
 #include "model_source.h"
 #include "options.h"
-#include "posenc/config.h"
-#include "posenc/engines.h"
-#include "posenc/error.h"
+#include "posenc/analysis/engines.h"
+#include "posenc/core/error.h"
+#include "posenc/io/config.h"
 
 namespace posenc::cli {
 namespace {
@@ -41,8 +41,9 @@ void print_json(const ModelConfig& config, const Comparison& c) {
   for (const EngineComparison& e : c.engines) {
     nlohmann::json o;
     o["engine"] = std::string(engine_name(e.view.engine));
-    o["numerics"] = e.view.freqs.inv_freq.empty() ? nlohmann::json(nullptr)
-                                                  : nlohmann::json(std::string(numerics_name(e.view.freqs.numerics)));
+    o["numerics"] = e.view.freqs.inv_freq.empty()
+                        ? nlohmann::json(nullptr)
+                        : nlohmann::json(std::string(numerics_name(e.view.freqs.numerics)));
     o["supported"] = e.view.supported;
     o["unsupported_reason"] = e.view.unsupported_reason;
     o["inv_freq"] = e.view.freqs.inv_freq;
@@ -75,18 +76,23 @@ std::string cell(const EngineComparison& e, std::size_t i) {
   const double d = i < e.relative_difference.size() ? e.relative_difference[i] : 0.0;
   const bool beyond = i < e.budget.size() && !(d <= e.budget[i]);  // NaN is beyond any budget
   return fmt::format("{:>14.7e} {:>8}", e.view.freqs.inv_freq[i],
-                     e.view.engine == Engine::kPrecise ? std::string() : fmt::format("{:.1e}{}", d, beyond ? "*" : " "));
+                     e.view.engine == Engine::kPrecise
+                         ? std::string()
+                         : fmt::format("{:.1e}{}", d, beyond ? "*" : " "));
 }
 
 void print_table(const ModelConfig& config, const Comparison& c) {
-  fmt::print("{}  ({}{})\n", config.source, config.model_type.empty() ? "unknown model_type" : config.model_type,
+  fmt::print("{}  ({}{})\n", config.source,
+             config.model_type.empty() ? "unknown model_type" : config.model_type,
              ", " + method_name(c.spec));
   const ContextLengths ctx = context_lengths(c.spec);
-  fmt::print("rope_theta {}  factor {}  rotary_dim {}  original context {}{}  seq_len {}\n\n", c.spec.rope_theta,
-             c.spec.factor, c.spec.rotary_dim, ctx.original, ctx.assumed ? " (assumed: the config sets none)" : "",
+  fmt::print("rope_theta {}  factor {}  rotary_dim {}  original context {}{}  seq_len {}\n\n",
+             c.spec.rope_theta, c.spec.factor, c.spec.rotary_dim, ctx.original,
+             ctx.assumed ? " (assumed: the config sets none)" : "",
              c.seq_len > 0 ? std::to_string(c.seq_len) : std::string("0 (at initialisation)"));
   fmt::print("{:>5}", "pair");
-  for (const EngineComparison& e : c.engines) fmt::print(" {:>14} {:>8}", engine_name(e.view.engine), "rel.diff");
+  for (const EngineComparison& e : c.engines)
+    fmt::print(" {:>14} {:>8}", engine_name(e.view.engine), "rel.diff");
   fmt::print("\n");
   const std::size_t n = c.at(Engine::kPrecise).view.freqs.inv_freq.size();
   for (std::size_t i = 0; i < n; ++i) {
@@ -94,16 +100,20 @@ void print_table(const ModelConfig& config, const Comparison& c) {
     for (const EngineComparison& e : c.engines) fmt::print(" {}", cell(e, i));
     fmt::print("\n");
   }
-  fmt::print("\nrel.diff = |inv_freq - precise| / precise; * = beyond the float32 rounding budget of that "
-             "engine's arithmetic\n");
+  fmt::print(
+      "\nrel.diff = |inv_freq - precise| / precise; * = beyond the float32 rounding budget of that "
+      "engine's arithmetic\n");
   for (const EngineComparison& e : c.engines) {
     fmt::print("\n{}{}\n", engine_name(e.view.engine),
-               e.view.freqs.inv_freq.empty() ? std::string() : fmt::format(" ({} numerics)", numerics_name(e.view.freqs.numerics)));
+               e.view.freqs.inv_freq.empty()
+                   ? std::string()
+                   : fmt::format(" ({} numerics)", numerics_name(e.view.freqs.numerics)));
     if (!e.view.freqs.inv_freq.empty()) {
       fmt::print("  attention factor          {:.10g}\n", e.view.attention_factor);
       fmt::print("  softmax-scale multiplier  {:.10g}\n", e.view.softmax_scale_multiplier);
       for (std::size_t k = 0; k < e.cos_sin_difference.size(); ++k) {
-        fmt::print("  max |cos/sin - precise| at position {:>9}: {:.3e}\n", c.positions[k], e.cos_sin_difference[k]);
+        fmt::print("  max |cos/sin - precise| at position {:>9}: {:.3e}\n", c.positions[k],
+                   e.cos_sin_difference[k]);
       }
     }
     if (!e.view.supported) fmt::print("  not supported: {}\n", e.view.unsupported_reason);
@@ -121,8 +131,10 @@ void run_compare(const CompareOptions& o) {
   if (o.seq_len > 0 && !o.positions.empty()) {
     const std::int64_t largest = *std::max_element(o.positions.begin(), o.positions.end());
     if (largest >= o.seq_len) {
-      throw Error(fmt::format("--seq-len ({}) must exceed the largest of --positions ({}): it is the largest position "
-                              "+ 1 (or give --seq-len 0, at initialisation)", o.seq_len, largest));
+      throw Error(fmt::format(
+          "--seq-len ({}) must exceed the largest of --positions ({}): it is the largest position "
+          "+ 1 (or give --seq-len 0, at initialisation)",
+          o.seq_len, largest));
     }
   }
   const Comparison c = compare_engines(config.spec, o.seq_len, o.positions, config.model_type);
@@ -140,13 +152,18 @@ void add_compare(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "compare",
       "One model's RoPE as transformers, llama.cpp and vLLM compute it: per-pair inv_freq and its "
-      "difference from float64, attention factor, softmax multiplier, cos/sin differences at chosen "
+      "difference from float64, attention factor, softmax multiplier, cos/sin differences at "
+      "chosen "
       "positions, what each engine drops, and a verdict per engine.");
   add_model_source_options(cmd, opts->model);
-  add_integers(cmd, "--positions", opts->positions, std::int64_t{0}, std::numeric_limits<std::int64_t>::max(),
-               "Comma-separated positions to compare cos/sin at (default: L-1, L, 4L, extended context - 1)");
-  add_integer(cmd, "--seq-len", opts->seq_len, std::int64_t{0}, std::numeric_limits<std::int64_t>::max(),
-                  "Sequence length (largest position + 1; for llama.cpp also the context size); 0 = at initialisation")
+  add_integers(cmd, "--positions", opts->positions, std::int64_t{0},
+               std::numeric_limits<std::int64_t>::max(),
+               "Comma-separated positions to compare cos/sin at (default: L-1, L, 4L, extended "
+               "context - 1)");
+  add_integer(cmd, "--seq-len", opts->seq_len, std::int64_t{0},
+              std::numeric_limits<std::int64_t>::max(),
+              "Sequence length (largest position + 1; for llama.cpp also the context size); 0 = at "
+              "initialisation")
       ->capture_default_str();
   cmd->add_flag("--json", opts->json, "Print one JSON object instead of the table");
   cmd->callback([opts] { run_compare(*opts); });

@@ -19,10 +19,12 @@ ModelConfig load_model_or_default(const ModelSourceOptions& options) {
 }
 
 std::string model_display_name(const ModelSourceOptions& options, const ModelConfig& config) {
-  if (options.path.empty() && options.preset.empty() && options.extend.empty()) return kDefaultModelName;
+  if (options.path.empty() && options.preset.empty() && options.extend.empty())
+    return kDefaultModelName;
   std::string name = !options.preset.empty() ? options.preset
-                     : !options.path.empty() ? std::filesystem::path(options.path).filename().string()
-                                             : config.source;
+                     : !options.path.empty()
+                         ? std::filesystem::path(options.path).filename().string()
+                         : config.source;
   if (!options.layer_type.empty()) name += " (" + options.layer_type + ")";
   if (!options.extend.empty()) name += " " + options.extend.flags();
   return name;

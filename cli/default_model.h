@@ -3,7 +3,7 @@
 #pragma once
 
 #include "model_source.h"
-#include "posenc/config.h"
+#include "posenc/io/config.h"
 
 namespace posenc::cli {
 

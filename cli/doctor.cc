@@ -1,4 +1,4 @@
-// `posenc doctor MODEL`: the known pitfalls of a model's RoPE across engines (posenc/doctor.h).
+// `posenc doctor MODEL`: the known pitfalls of a model's RoPE across engines (posenc/analysis/doctor.h).
 // Findings are advice, not failures: the exit status is 0 whatever they say, 1 on bad input.
 #include <iostream>
 #include <string>
@@ -8,8 +8,8 @@
 
 #include "commands.h"
 #include "model_source.h"
-#include "posenc/config.h"
-#include "posenc/doctor.h"
+#include "posenc/analysis/doctor.h"
+#include "posenc/io/config.h"
 
 namespace posenc::cli {
 namespace {
@@ -33,17 +33,23 @@ void run_doctor(const DoctorOptions& o) {
     j["rope_type"] = method_name(config.spec);
     nlohmann::json list = nlohmann::json::array();
     for (const Finding& f : findings) {
-      list.push_back({{"id", f.id}, {"severity", f.severity}, {"title", f.title}, {"detail", f.detail}, {"advice", f.advice}});
+      list.push_back({{"id", f.id},
+                      {"severity", f.severity},
+                      {"title", f.title},
+                      {"detail", f.detail},
+                      {"advice", f.advice}});
     }
     j["findings"] = std::move(list);
     j["counts"] = {{"error", errors}, {"warning", warnings}, {"info", infos}};
     std::cout << j.dump(2) << "\n";
     return;
   }
-  fmt::print("{}  ({}, {})\n", config.source, config.model_type.empty() ? "unknown model_type" : config.model_type,
+  fmt::print("{}  ({}, {})\n", config.source,
+             config.model_type.empty() ? "unknown model_type" : config.model_type,
              method_name(config.spec));
   for (const Finding& f : findings) {
-    fmt::print("\n[{}] {}: {}\n  {}\n  what to do: {}\n", f.severity, f.id, f.title, f.detail, f.advice);
+    fmt::print("\n[{}] {}: {}\n  {}\n  what to do: {}\n", f.severity, f.id, f.title, f.detail,
+               f.advice);
   }
   fmt::print("\n{} error{}, {} warning{}, {} info\n", errors, errors == 1 ? "" : "s", warnings,
              warnings == 1 ? "" : "s", infos);
@@ -56,8 +62,10 @@ void add_doctor(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "doctor",
       "Check a model's RoPE against the known pitfalls across transformers, llama.cpp and vLLM "
-      "(integer or inconsistent factor, missing original context, attention factor rules, truncate, "
-      "partial rotary dims, dynamic methods under a KV cache, LongRoPE's switch, fp16/bf16 cos/sin), "
+      "(integer or inconsistent factor, missing original context, attention factor rules, "
+      "truncate, "
+      "partial rotary dims, dynamic methods under a KV cache, LongRoPE's switch, fp16/bf16 "
+      "cos/sin), "
       "each with the numbers for this model and what to do. Exit status 0 even with findings; 1 on "
       "bad input.");
   add_model_source_options(cmd, opts->model);

@@ -9,9 +9,9 @@
 
 #include <fmt/format.h>
 
-#include "posenc/error.h"
-#include "posenc/npy.h"
 #include "options.h"
+#include "posenc/core/error.h"
+#include "posenc/io/npy.h"
 
 namespace posenc::cli {
 namespace {
@@ -21,7 +21,8 @@ constexpr std::int64_t kMax64 = std::numeric_limits<std::int64_t>::max();
 constexpr int kMinInt = std::numeric_limits<int>::min();
 constexpr int kMaxInt = std::numeric_limits<int>::max();
 constexpr const char* kSpecGroup = "Encoding (flags override the model's values)";
-constexpr const char* kGgmlGroup = "ggml_rope_ext parameters (instead of a model or spec flags; imply --numerics ggml)";
+constexpr const char* kGgmlGroup =
+    "ggml_rope_ext parameters (instead of a model or spec flags; imply --numerics ggml)";
 
 std::string shown(const CLI::Option* o) {
   std::string value;
@@ -69,7 +70,8 @@ bool flag_read(const RopeSpec& spec, std::string_view flag) {
 GgmlMode parse_mode(const std::string& name) {
   if (name == "normal" || name == "0") return GgmlMode::kNormal;
   if (name == "neox" || name == "2") return GgmlMode::kNeox;
-  throw Error("--mode (\"" + name + "\") must be normal (0, pairs (2i, 2i + 1)) or neox (2, pairs (i, i + n_dims/2))");
+  throw Error("--mode (\"" + name +
+              "\") must be normal (0, pairs (2i, 2i + 1)) or neox (2, pairs (i, i + n_dims/2))");
 }
 
 std::vector<float> read_freq_factors(const std::string& path) {
@@ -107,9 +109,12 @@ void add_encoding_flags(CLI::App* cmd, EncodingFlags& f) {
   // The model options of model_source.h, without its context-extension flags: here a flag sets
   // the spec's parameter directly, with or without a model.
   f.model_options = {
-      add_text(cmd, "model", f.model.path, "The model: a Hugging Face config.json or a .gguf file (optional)", "PATH"),
-      add_text(cmd, "--config", f.config, "The model's config.json or .gguf (the same as the positional)", "PATH"),
-      add_text(cmd, "--preset", f.model.preset, "A built-in model preset instead of a file (see `posenc presets`)", "NAME"),
+      add_text(cmd, "model", f.model.path,
+               "The model: a Hugging Face config.json or a .gguf file (optional)", "PATH"),
+      add_text(cmd, "--config", f.config,
+               "The model's config.json or .gguf (the same as the positional)", "PATH"),
+      add_text(cmd, "--preset", f.model.preset,
+               "A built-in model preset instead of a file (see `posenc presets`)", "NAME"),
       add_text(cmd, "--layer-type", f.model.layer_type,
                "For configs with one RoPE per layer type (transformers v5): which one", "NAME")};
   SpecFlags& s = f.spec;
@@ -120,34 +125,50 @@ void add_encoding_flags(CLI::App* cmd, EncodingFlags& f) {
   std::string names;
   for (const MethodInfo& m : methods()) names += (names.empty() ? "" : "|") + std::string(m.name);
   spec(add_text(cmd, "--rope-type", s.rope_type, names));
-  spec(add_integer(cmd, "--head-dim", s.head_dim, kMin64, kMax64, "d_h (default: the model's, else the tensors' last dim)"));
-  spec(add_integer(cmd, "--rotary-dim", s.rotary_dim, kMin64, kMax64,
-                       "D, rotated dims per head (default: the model's; without one, or with --head-dim or "
-                       "--partial-rotary-factor, int(head_dim * partial_rotary_factor); proportional: head_dim)"));
-  spec(add_integer(cmd, "--rotary-offset", s.rotary_offset, kMin64, kMax64, "First rotated dim of each head (default 0)"));
-  spec(add_text(cmd, "--layout", s.layout, "half-split (pairs (i, i+n), the default) or interleaved (pairs (2i, 2i+1))"));
+  spec(add_integer(cmd, "--head-dim", s.head_dim, kMin64, kMax64,
+                   "d_h (default: the model's, else the tensors' last dim)"));
+  spec(add_integer(
+      cmd, "--rotary-dim", s.rotary_dim, kMin64, kMax64,
+      "D, rotated dims per head (default: the model's; without one, or with --head-dim or "
+      "--partial-rotary-factor, int(head_dim * partial_rotary_factor); proportional: head_dim)"));
+  spec(add_integer(cmd, "--rotary-offset", s.rotary_offset, kMin64, kMax64,
+                   "First rotated dim of each head (default 0)"));
+  spec(add_text(cmd, "--layout", s.layout,
+                "half-split (pairs (i, i+n), the default) or interleaved (pairs (2i, 2i+1))"));
   spec(add_number(cmd, "--rope-theta", s.rope_theta, "Base b (default 10000)"));
   spec(add_number(cmd, "--factor", s.factor, "Scaling factor s"));
-  spec(add_integer(cmd, "--original-max-position-embeddings", s.original_max_position_embeddings, kMin64, kMax64, "L, the original context"));
-  spec(add_integer(cmd, "--max-position-embeddings", s.max_position_embeddings, kMin64, kMax64, "L', the extended context (dynamic)"));
-  spec(add_number(cmd, "--attention-factor", s.attention_factor, "yarn, longrope: explicit attention factor"));
+  spec(add_integer(cmd, "--original-max-position-embeddings", s.original_max_position_embeddings,
+                   kMin64, kMax64, "L, the original context"));
+  spec(add_integer(cmd, "--max-position-embeddings", s.max_position_embeddings, kMin64, kMax64,
+                   "L', the extended context (dynamic)"));
+  spec(add_number(cmd, "--attention-factor", s.attention_factor,
+                  "yarn, longrope: explicit attention factor"));
   spec(add_number(cmd, "--mscale", s.mscale, "yarn (DeepSeek): numerator of the attention factor"));
-  spec(add_number(cmd, "--mscale-all-dim", s.mscale_all_dim, "yarn (DeepSeek): denominator of the attention factor"));
-  spec(add_bool(cmd, "--truncate", s.truncate, "yarn: floor/ceil the correction dims, true|false (default true)"));
-  spec(add_number(cmd, "--extrapolation-factor", s.extrapolation_factor, "yarn: weight of the extrapolated frequency (default 1)"));
+  spec(add_number(cmd, "--mscale-all-dim", s.mscale_all_dim,
+                  "yarn (DeepSeek): denominator of the attention factor"));
+  spec(add_bool(cmd, "--truncate", s.truncate,
+                "yarn: floor/ceil the correction dims, true|false (default true)"));
+  spec(add_number(cmd, "--extrapolation-factor", s.extrapolation_factor,
+                  "yarn: weight of the extrapolated frequency (default 1)"));
   spec(add_number(cmd, "--low-freq-factor", s.low_freq_factor, "llama3 (default 1)"));
   spec(add_number(cmd, "--high-freq-factor", s.high_freq_factor, "llama3 (default 4)"));
-  CLI::Option* sf = add_numbers(cmd, "--short-factor", s.short_factor, "longrope: rotary_dim/2 comma-separated factors");
-  CLI::Option* lf = add_numbers(cmd, "--long-factor", s.long_factor, "longrope: rotary_dim/2 comma-separated factors");
+  CLI::Option* sf = add_numbers(cmd, "--short-factor", s.short_factor,
+                                "longrope: rotary_dim/2 comma-separated factors");
+  CLI::Option* lf = add_numbers(cmd, "--long-factor", s.long_factor,
+                                "longrope: rotary_dim/2 comma-separated factors");
   spec(sf);
   spec(lf);
   f.short_factor_option = sf;
   f.long_factor_option = lf;
   spec(add_number(cmd, "--alpha", s.alpha, "ntk-alpha: Hunyuan's alpha, base b * alpha^(D/(D-2))"));
   spec(add_number(cmd, "--partial-rotary-factor", s.partial_rotary_factor,
-                       "rho: rotary_dim = int(head_dim * rho); proportional: rotates int(rho * head_dim / 2) pairs"));
-  for (auto [name, value, help] : {std::tuple{"--beta-fast", &s.beta_fast, "yarn / ggml: rotations above which pairs keep w (default 32)"},
-                                   std::tuple{"--beta-slow", &s.beta_slow, "yarn / ggml: rotations below which pairs get w/s (default 1)"}}) {
+                  "rho: rotary_dim = int(head_dim * rho); proportional: rotates int(rho * head_dim "
+                  "/ 2) pairs"));
+  for (auto [name, value, help] :
+       {std::tuple{"--beta-fast", &s.beta_fast,
+                   "yarn / ggml: rotations above which pairs keep w (default 32)"},
+        std::tuple{"--beta-slow", &s.beta_slow,
+                   "yarn / ggml: rotations below which pairs get w/s (default 1)"}}) {
     f.shared_options.push_back(add_number(cmd, name, *value, help)->group(kSpecGroup));
   }
 
@@ -156,14 +177,19 @@ void add_encoding_flags(CLI::App* cmd, EncodingFlags& f) {
     o->group(kGgmlGroup);
     f.ggml_options.push_back(o);
   };
-  ggml(add_integer(cmd, "--n-dims", g.n_dims, kMinInt, kMaxInt, "Rotated dims (default: head_dim)"));
-  ggml(add_text(cmd, "--mode", g.mode, "normal (0: pairs (2i, 2i+1), the default) or neox (2: pairs (i, i + n_dims/2))"));
-  ggml(add_integer(cmd, "--n-ctx-orig", g.n_ctx_orig, kMinInt, kMaxInt, "Original context (default 0)"));
+  ggml(
+      add_integer(cmd, "--n-dims", g.n_dims, kMinInt, kMaxInt, "Rotated dims (default: head_dim)"));
+  ggml(add_text(cmd, "--mode", g.mode,
+                "normal (0: pairs (2i, 2i+1), the default) or neox (2: pairs (i, i + n_dims/2))"));
+  ggml(add_integer(cmd, "--n-ctx-orig", g.n_ctx_orig, kMinInt, kMaxInt,
+                   "Original context (default 0)"));
   ggml(add_number(cmd, "--freq-base", g.freq_base, "Base (default 10000)"));
   ggml(add_number(cmd, "--freq-scale", g.freq_scale, "1 / scaling factor (default 1)"));
-  ggml(add_number(cmd, "--ext-factor", g.ext_factor, "YaRN extrapolation mix (default 0: no ramp)"));
+  ggml(
+      add_number(cmd, "--ext-factor", g.ext_factor, "YaRN extrapolation mix (default 0: no ramp)"));
   ggml(add_number(cmd, "--attn-factor", g.attn_factor, "Multiplies cos and sin (default 1)"));
-  ggml(add_text(cmd, "--freq-factors", g.freq_factors, "float32 .npy of n_dims/2 frequency divisors (rope_freqs)", "PATH"));
+  ggml(add_text(cmd, "--freq-factors", g.freq_factors,
+                "float32 .npy of n_dims/2 frequency divisors (rope_freqs)", "PATH"));
 }
 
 bool uses_ggml_params(const EncodingFlags& f) {
@@ -173,19 +199,19 @@ bool uses_ggml_params(const EncodingFlags& f) {
   const std::string spec = given_names(f.spec_options);
   if (!spec.empty()) other += (other.empty() ? "" : ", ") + spec;
   if (!other.empty()) {
-    throw Error("ggml_rope_ext parameters (" + ggml + ") cannot be mixed with a model or RoPE spec flags (" + other +
-                "): give one kind");
+    throw Error("ggml_rope_ext parameters (" + ggml +
+                ") cannot be mixed with a model or RoPE spec flags (" + other + "): give one kind");
   }
   return true;
 }
 
-RopeSpec spec_from_flags(const EncodingFlags& f, std::int64_t tensor_head_dim, std::vector<std::string>& warnings,
-                         std::string& source) {
+RopeSpec spec_from_flags(const EncodingFlags& f, std::int64_t tensor_head_dim,
+                         std::vector<std::string>& warnings, std::string& source) {
   ModelSourceOptions model = f.model;
   if (!f.config.empty()) {
     if (!model.path.empty()) {
-      throw Error("give the model either as CONFIG (\"" + model.path + "\") or as --config (\"" + f.config +
-                  "\"), not both");
+      throw Error("give the model either as CONFIG (\"" + model.path + "\") or as --config (\"" +
+                  f.config + "\"), not both");
     }
     model.path = f.config;
   }
@@ -198,7 +224,8 @@ RopeSpec spec_from_flags(const EncodingFlags& f, std::int64_t tensor_head_dim, s
     warnings.insert(warnings.end(), config.warnings.begin(), config.warnings.end());
   } else {
     if (!model.layer_type.empty()) {
-      throw Error("--layer-type (\"" + model.layer_type + "\") needs a model: give CONFIG or --config");
+      throw Error("--layer-type (\"" + model.layer_type +
+                  "\") needs a model: give CONFIG or --config");
     }
     spec.head_dim = tensor_head_dim;
     source = "flags";
@@ -220,17 +247,19 @@ RopeSpec spec_from_flags(const EncodingFlags& f, std::int64_t tensor_head_dim, s
     spec.rotary_dim = spec.head_dim;
   } else if (!has_model || s.head_dim || s.partial_rotary_factor) {
     // transformers: int(head_dim * partial_rotary_factor).
-    spec.rotary_dim = static_cast<std::int64_t>(static_cast<double>(spec.head_dim) * spec.partial_rotary_factor);
+    spec.rotary_dim =
+        static_cast<std::int64_t>(static_cast<double>(spec.head_dim) * spec.partial_rotary_factor);
   }
   if (s.rotary_offset) spec.rotary_offset = *s.rotary_offset;
   if (s.layout) spec.layout = parse_layout(*s.layout, "--layout");
   if (s.rope_theta) spec.rope_theta = *s.rope_theta;
   if (s.factor) spec.factor = *s.factor;
-  if (s.original_max_position_embeddings) spec.original_max_position_embeddings = *s.original_max_position_embeddings;
+  if (s.original_max_position_embeddings)
+    spec.original_max_position_embeddings = *s.original_max_position_embeddings;
   if (s.max_position_embeddings) spec.max_position_embeddings = *s.max_position_embeddings;
   if (s.attention_factor) {
     (method_info(spec).attention == AttentionRule::kLongrope ? spec.longrope.attention_factor
-                                                              : spec.yarn.attention_factor) =
+                                                             : spec.yarn.attention_factor) =
         *s.attention_factor;
   }
   if (s.mscale) spec.yarn.mscale = *s.mscale;
@@ -250,11 +279,13 @@ RopeSpec spec_from_flags(const EncodingFlags& f, std::int64_t tensor_head_dim, s
   if (has_model && !given_names(all).empty()) source += " + flags";
   std::string unread;
   for (const CLI::Option* o : all) {
-    if (given(o) && !flag_read(spec, o->get_name())) unread += (unread.empty() ? "" : ", ") + shown(o);
+    if (given(o) && !flag_read(spec, o->get_name()))
+      unread += (unread.empty() ? "" : ", ") + shown(o);
   }
   if (!unread.empty()) {
     throw Error(unread + ": rope_type " + method_name(spec) + " (from " + source +
-                ") does not read this, so it would have no effect; give --rope-type for a method that does");
+                ") does not read this, so it would have no effect; give --rope-type for a method "
+                "that does");
   }
   return spec;
 }
@@ -263,7 +294,8 @@ GgmlRopeParams ggml_params_from_flags(const EncodingFlags& f, std::int64_t tenso
   const GgmlFlags& g = f.ggml;
   GgmlRopeParams p;
   if (tensor_head_dim > std::numeric_limits<int>::max()) {
-    throw Error("head_dim (" + std::to_string(tensor_head_dim) + ") does not fit ggml's int32 n_dims");
+    throw Error("head_dim (" + std::to_string(tensor_head_dim) +
+                ") does not fit ggml's int32 n_dims");
   }
   p.n_dims = g.n_dims.value_or(static_cast<int>(tensor_head_dim));
   if (p.n_dims > tensor_head_dim) {

@@ -14,9 +14,9 @@
 #include <CLI/CLI.hpp>
 
 #include "model_source.h"
-#include "posenc/ggml.h"
-#include "posenc/npy.h"
-#include "posenc/spec.h"
+#include "posenc/core/ggml.h"
+#include "posenc/core/spec.h"
+#include "posenc/io/npy.h"
 
 namespace posenc::cli {
 
@@ -57,8 +57,9 @@ struct GgmlFlags {
 };
 
 struct EncodingFlags {
-  ModelSourceOptions model;  // positional CONFIG, --preset, --layer-type (never its extension flags)
-  std::string config;        // --config, the same as the positional
+  ModelSourceOptions
+      model;           // positional CONFIG, --preset, --layer-type (never its extension flags)
+  std::string config;  // --config, the same as the positional
   SpecFlags spec;
   GgmlFlags ggml;
 

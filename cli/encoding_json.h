@@ -7,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "posenc/frequencies.h"
+#include "posenc/core/frequencies.h"
 
 namespace posenc::cli {
 

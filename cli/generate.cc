@@ -15,8 +15,8 @@
 
 #include "commands.h"
 #include "options.h"
-#include "posenc/error.h"
-#include "posenc/llama.h"
+#include "posenc/core/error.h"
+#include "posenc/llama/llama.h"
 
 namespace posenc::cli {
 namespace {
@@ -35,7 +35,8 @@ struct GenerateOptions {
 
 std::int32_t pick(const std::vector<float>& logits, double temperature, std::mt19937_64& rng) {
   if (temperature <= 0.0) {
-    return static_cast<std::int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+    return static_cast<std::int32_t>(std::max_element(logits.begin(), logits.end()) -
+                                     logits.begin());
   }
   const float mx = *std::max_element(logits.begin(), logits.end());
   std::vector<double> p(logits.size());
@@ -46,9 +47,11 @@ std::int32_t pick(const std::vector<float>& logits, double temperature, std::mt1
 
 void run_generate(const GenerateOptions& o) {
   if (o.tokens < 0) throw Error("--tokens (" + std::to_string(o.tokens) + ") must not be negative");
-  if (!(o.temperature >= 0.0)) throw Error("--temperature (" + std::to_string(o.temperature) + ") must be >= 0");
+  if (!(o.temperature >= 0.0))
+    throw Error("--temperature (" + std::to_string(o.temperature) + ") must be >= 0");
   if (o.seed_option->count() > 0 && o.temperature == 0.0) {
-    throw Error("--seed (" + std::to_string(o.seed) + ") has no effect: generation is greedy unless --temperature "
+    throw Error("--seed (" + std::to_string(o.seed) +
+                ") has no effect: generation is greedy unless --temperature "
                 "is above 0, and only sampling draws random numbers");
   }
   warn_oversubscribed("--threads", o.threads);
@@ -62,8 +65,10 @@ void run_generate(const GenerateOptions& o) {
   const RopeSpec rope = model.rope_spec(o.method, o.factor.value_or(1.0));
   // none has no factor; dynamic-yarn derives its own, max(1, seq_len / L).
   if (o.factor && !method_reads(rope, kParamFactor)) {
-    throw Error(fmt::format("--factor ({}) has no effect with --method {}: give a method that scales (linear, ntk, "
-                            "yarn, yarn-paper, dynamic, llama3)", *o.factor, o.method));
+    throw Error(fmt::format(
+        "--factor ({}) has no effect with --method {}: give a method that scales (linear, ntk, "
+        "yarn, yarn-paper, dynamic, llama3)",
+        *o.factor, o.method));
   }
   const llama::Tokenizer& tok = model.tokenizer();
   std::vector<std::int32_t> ids{tok.bos_id()};
@@ -72,9 +77,10 @@ void run_generate(const GenerateOptions& o) {
   const std::int64_t positions = llama::max_capacity(model.config());
   if (o.tokens > positions - static_cast<std::int64_t>(ids.size())) {
     throw Error("--tokens (" + std::to_string(o.tokens) + ") must be at most " +
-                std::to_string(positions - static_cast<std::int64_t>(ids.size())) + ": this model's KV cache holds " +
-                std::to_string(positions) + " positions (" + std::to_string(llama::kMaxKvCacheBytes >> 30) +
-                " GiB) and BOS + the prompt take " + std::to_string(ids.size()));
+                std::to_string(positions - static_cast<std::int64_t>(ids.size())) +
+                ": this model's KV cache holds " + std::to_string(positions) + " positions (" +
+                std::to_string(llama::kMaxKvCacheBytes >> 30) + " GiB) and BOS + the prompt take " +
+                std::to_string(ids.size()));
   }
   llama::Session session(model, {.rope = rope,
                                  .capacity = static_cast<std::int64_t>(ids.size()) + o.tokens,
@@ -101,22 +107,32 @@ void add_generate(CLI::App& app) {
   auto o = std::make_shared<GenerateOptions>();
   o->threads = std::min(hardware_threads(), kMaxThreads);
   CLI::App* cmd = app.add_subcommand(
-      "generate", "Continue a prompt with a Llama model file (llama2.ts v1 format, e.g. stories260K): greedy by "
-                  "default, with any RoPE scaling method. Prints the prompt and its continuation.");
+      "generate",
+      "Continue a prompt with a Llama model file (llama2.ts v1 format, e.g. stories260K): greedy "
+      "by "
+      "default, with any RoPE scaling method. Prints the prompt and its continuation.");
   add_text(cmd, "--model", o->model, "The model file (v1 format)", "PATH")->required();
   cmd->add_option("--prompt", o->prompt, "The text to continue")->required();
   add_integer(cmd, "--tokens", o->tokens, std::numeric_limits<std::int64_t>::min(),
-              std::numeric_limits<std::int64_t>::max(), "Tokens to generate at most (stops early at BOS/EOS); at most the KV cache's positions (4 GiB of "
+              std::numeric_limits<std::int64_t>::max(),
+              "Tokens to generate at most (stops early at BOS/EOS); at most the KV cache's "
+              "positions (4 GiB of "
               "keys and values: 3355443 for stories260K) less BOS and the prompt")
       ->capture_default_str();
-  add_number(cmd, "--temperature", o->temperature, "0: greedy; else sample from softmax(logits / T)")
+  add_number(cmd, "--temperature", o->temperature,
+             "0: greedy; else sample from softmax(logits / T)")
       ->capture_default_str();
-  o->seed_option = add_integer(cmd, "--seed", o->seed, std::uint64_t{0}, std::numeric_limits<std::uint64_t>::max(),
+  o->seed_option = add_integer(cmd, "--seed", o->seed, std::uint64_t{0},
+                               std::numeric_limits<std::uint64_t>::max(),
                                "Seed of the sampler (with --temperature above 0)")
                        ->capture_default_str();
-  add_text(cmd, "--method", o->method, "RoPE scaling method (none, linear, ntk, yarn, yarn-paper, dynamic, "
-                                       "dynamic-yarn, llama3)", "METHOD")->capture_default_str();
-  add_number(cmd, "--factor", o->factor, "Scaling factor s (default 1; not with none or dynamic-yarn)");
+  add_text(cmd, "--method", o->method,
+           "RoPE scaling method (none, linear, ntk, yarn, yarn-paper, dynamic, "
+           "dynamic-yarn, llama3)",
+           "METHOD")
+      ->capture_default_str();
+  add_number(cmd, "--factor", o->factor,
+             "Scaling factor s (default 1; not with none or dynamic-yarn)");
   add_threads(cmd, o->threads, "Threads of the forward pass");
   cmd->callback([o] { run_generate(*o); });
 }

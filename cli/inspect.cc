@@ -13,10 +13,10 @@
 #include "encoding_json.h"
 #include "model_source.h"
 #include "options.h"
-#include "posenc/config.h"
-#include "posenc/error.h"
-#include "posenc/frequencies.h"
-#include "posenc/pairs.h"
+#include "posenc/analysis/pairs.h"
+#include "posenc/core/error.h"
+#include "posenc/core/frequencies.h"
+#include "posenc/io/config.h"
 
 namespace posenc::cli {
 namespace {
@@ -46,7 +46,8 @@ void print_json(const ModelConfig& config, const RopeSpec& spec, const Frequenci
   j["extended_context"] = ctx.extended;
   j["context_assumed"] = ctx.assumed;
   j["inv_freq"] = f.inv_freq;
-  j["freq_factors"] = spec.freq_factors.empty() ? nlohmann::json(nullptr) : nlohmann::json(spec.freq_factors);
+  j["freq_factors"] =
+      spec.freq_factors.empty() ? nlohmann::json(nullptr) : nlohmann::json(spec.freq_factors);
   if (f.correction_low) j["correction_range"] = {*f.correction_low, *f.correction_high};
   nlohmann::json pairs = nlohmann::json::array();
   for (const PairRow& r : pair_rows(f, context)) {
@@ -73,13 +74,15 @@ std::string opt(const std::optional<double>& v, const char* format) {
 
 void print_table(const ModelConfig& config, const RopeSpec& spec, const Frequencies& f,
                  const std::vector<std::string>& warnings, double context) {
-  fmt::print("{}  ({}{})\n", config.source, config.model_type.empty() ? "unknown model_type" : config.model_type,
+  fmt::print("{}  ({}{})\n", config.source,
+             config.model_type.empty() ? "unknown model_type" : config.model_type,
              spec.method == Method::kNone ? "" : ", " + method_name(spec));
-  fmt::print("rope_type {}  head_dim {}  rotary_dim {} ({}{})  rope_theta {}  factor {}  numerics {}{}\n",
-             method_name(spec), spec.head_dim, spec.rotary_dim, layout_name(spec.layout),
-             spec.rotary_offset ? fmt::format(", offset {}", spec.rotary_offset) : "", spec.rope_theta,
-             spec.factor, numerics_name(f.numerics),
-             f.seq_len > 0 ? fmt::format("  seq_len {}", f.seq_len) : "");
+  fmt::print(
+      "rope_type {}  head_dim {}  rotary_dim {} ({}{})  rope_theta {}  factor {}  numerics {}{}\n",
+      method_name(spec), spec.head_dim, spec.rotary_dim, layout_name(spec.layout),
+      spec.rotary_offset ? fmt::format(", offset {}", spec.rotary_offset) : "", spec.rope_theta,
+      spec.factor, numerics_name(f.numerics),
+      f.seq_len > 0 ? fmt::format("  seq_len {}", f.seq_len) : "");
   fmt::print("\n{:>5} {:>14} {:>12} {:>11} {:>7} {:>9}  {}\n", "pair", "inv_freq", "wavelength",
              "r = L/λ₀", "weight", "ratio", "treatment");
   for (const PairRow& r : pair_rows(f, context)) {
@@ -87,38 +90,50 @@ void print_table(const ModelConfig& config, const RopeSpec& spec, const Frequenc
                opt(r.wavelength, "{:.2f}"), opt(r.rotations, "{:.3g}"), r.weight,
                opt(r.ratio, "{:.6f}"), r.treatment);
   }
-  fmt::print("\nwavelength = 2π/inv_freq in tokens; r = L/λ₀ = turns of the unscaled wavelength over L = {};\n"
-             "weight = how far the pair moved from w towards w/s (0 kept, 1 interpolated); ratio = inv_freq / w\n",
-             context);
-  fmt::print("\nattention factor          {:.10g}   (multiplies cos and sin)\n", f.attention_factor);
+  fmt::print(
+      "\nwavelength = 2π/inv_freq in tokens; r = L/λ₀ = turns of the unscaled wavelength over L = "
+      "{};\n"
+      "weight = how far the pair moved from w towards w/s (0 kept, 1 interpolated); ratio = "
+      "inv_freq / w\n",
+      context);
+  fmt::print("\nattention factor          {:.10g}   (multiplies cos and sin)\n",
+             f.attention_factor);
   fmt::print("softmax-scale multiplier  {:.10g}\n", f.softmax_scale_multiplier);
   if (f.correction_low) {
-    fmt::print("yarn correction range     {:.10g} .. {:.10g}   (pairs below keep w, above get w/s)\n",
-               *f.correction_low, *f.correction_high);
+    fmt::print(
+        "yarn correction range     {:.10g} .. {:.10g}   (pairs below keep w, above get w/s)\n",
+        *f.correction_low, *f.correction_high);
   }
-  if (spec.method == Method::kDynamic || spec.method == Method::kDynamicYarn || spec.method == Method::kNtk ||
-      spec.method == Method::kNtkAlpha) {
+  if (spec.method == Method::kDynamic || spec.method == Method::kDynamicYarn ||
+      spec.method == Method::kNtk || spec.method == Method::kNtkAlpha) {
     fmt::print("in effect                 scale {:.10g}, base {:.10g}\n", f.scale, f.base);
   }
   if (spec.method == Method::kLongrope) {
-    fmt::print("longrope factors          {}\n", f.uses_long_factors ? "long (seq_len > original context)" : "short");
+    fmt::print("longrope factors          {}\n",
+               f.uses_long_factors ? "long (seq_len > original context)" : "short");
   }
   if (!spec.freq_factors.empty()) {
     const auto [lo, hi] = std::minmax_element(spec.freq_factors.begin(), spec.freq_factors.end());
-    fmt::print("freq_factors              {} divisors, {:.7g} .. {:.7g}   (llama.cpp's rope_freqs: w_i / f_i, "
-               "in every numerics)\n", spec.freq_factors.size(), *lo, *hi);
+    fmt::print(
+        "freq_factors              {} divisors, {:.7g} .. {:.7g}   (llama.cpp's rope_freqs: w_i / "
+        "f_i, "
+        "in every numerics)\n",
+        spec.freq_factors.size(), *lo, *hi);
   }
   const ContextLengths ctx = context_lengths(spec);
-  const char* assumed = "   (assumed: the config sets neither max_position_embeddings nor "
-                        "original_max_position_embeddings)";
+  const char* assumed =
+      "   (assumed: the config sets neither max_position_embeddings nor "
+      "original_max_position_embeddings)";
   fmt::print("original context          {}{}\n", ctx.original,
-             ctx.assumed                                   ? assumed
-             : spec.original_max_position_embeddings <= 0 ? "   (max_position_embeddings; no original_max_position_embeddings)"
-                                                           : "");
+             ctx.assumed ? assumed
+             : spec.original_max_position_embeddings <= 0
+                 ? "   (max_position_embeddings; no original_max_position_embeddings)"
+                 : "");
   fmt::print("extended context          {}\n", ctx.extended);
   if (!config.layer_specs.empty()) {
     std::string names;
-    for (const auto& [name, unused] : config.layer_specs) names += (names.empty() ? "" : ", ") + name;
+    for (const auto& [name, unused] : config.layer_specs)
+      names += (names.empty() ? "" : ", ") + name;
     fmt::print("layer types               {}   (choose with --layer-type)\n", names);
   }
   fmt::print("\nwarnings: {}\n", warnings.empty() ? "none" : "");
@@ -131,9 +146,11 @@ void run_inspect(const InspectOptions& o) {
   const Numerics numerics = parse_numerics(o.numerics, "--numerics");
   const bool by_length = depends_on_length(spec);
   if (o.seq_len_option->count() > 0 && !by_length) {
-    throw Error(fmt::format("--seq-len ({}) has no effect: rope_type {} (from {}) does not depend on the sequence "
-                            "length (only {} do)", o.seq_len, method_name(spec),
-                            config.source, methods_with(&MethodInfo::depends_on_seq_len)));
+    throw Error(fmt::format(
+        "--seq-len ({}) has no effect: rope_type {} (from {}) does not depend on the sequence "
+        "length (only {} do)",
+        o.seq_len, method_name(spec), config.source,
+        methods_with(&MethodInfo::depends_on_seq_len)));
   }
   const Frequencies f = compute_frequencies(spec, numerics, o.seq_len);
   // r = L / wavelength is counted over the original context, or the only context the model has.
@@ -150,16 +167,21 @@ void run_inspect(const InspectOptions& o) {
 void add_inspect(CLI::App& app) {
   auto opts = std::make_shared<InspectOptions>();
   CLI::App* cmd = app.add_subcommand(
-      "inspect", "Show a model's RoPE per rotated pair: frequency, wavelength, r = L/λ, interpolation "
-                 "weight, ratio to the unscaled frequency; then the attention factor, the "
-                 "softmax-scale multiplier, the contexts and the config's warnings.");
+      "inspect",
+      "Show a model's RoPE per rotated pair: frequency, wavelength, r = L/λ, interpolation "
+      "weight, ratio to the unscaled frequency; then the attention factor, the "
+      "softmax-scale multiplier, the contexts and the config's warnings.");
   add_model_source_options(cmd, opts->model);
-  add_text(cmd, "--numerics", opts->numerics, "Numeric convention: precise (float64), hf (transformers' float32) or ggml (llama.cpp's CPU rope)")
+  add_text(cmd, "--numerics", opts->numerics,
+           "Numeric convention: precise (float64), hf (transformers' float32) or ggml (llama.cpp's "
+           "CPU rope)")
       ->capture_default_str();
   opts->seq_len_option =
-      add_integer(cmd, "--seq-len", opts->seq_len, std::int64_t{0}, std::numeric_limits<std::int64_t>::max(),
-                  "Sequence length (largest position + 1) for the methods that depend on it (dynamic, "
-                  "dynamic-yarn, longrope); 0 = at initialisation")
+      add_integer(
+          cmd, "--seq-len", opts->seq_len, std::int64_t{0},
+          std::numeric_limits<std::int64_t>::max(),
+          "Sequence length (largest position + 1) for the methods that depend on it (dynamic, "
+          "dynamic-yarn, longrope); 0 = at initialisation")
           ->capture_default_str();
   cmd->add_flag("--json", opts->json, "Print one JSON object instead of the table");
   cmd->callback([opts] { run_inspect(*opts); });

@@ -7,12 +7,13 @@
 #include <CLI/CLI.hpp>
 
 #include "commands.h"
-#include "posenc/error.h"
+#include "posenc/core/error.h"
 #include "posenc/version.h"
 
 int main(int argc, char** argv) {
-  CLI::App app{"posenc: transformer positional encodings (sinusoidal, RoPE and its context "
-               "extensions)"};
+  CLI::App app{
+      "posenc: transformer positional encodings (sinusoidal, RoPE and its context "
+      "extensions)"};
   app.set_version_flag("--version", POSENC_VERSION_STRING);
   app.require_subcommand(1);
   posenc::cli::add_inspect(app);
@@ -35,13 +36,14 @@ int main(int argc, char** argv) {
     known = known || (argc > 1 && sub->check_name(argv[1]));
   }
   if (argc == 1) {
-    std::cerr << "posenc: error: a command is required: one of " << commands << " (posenc --help)\n";
+    std::cerr << "posenc: error: a command is required: one of " << commands
+              << " (posenc --help)\n";
     return 1;
   }
   // The first word is the command: name an unknown one (CLI11 would only say that one is required).
   if (argv[1][0] != '-' && !known) {
-    std::cerr << "posenc: error: unknown command \"" << argv[1] << "\"; the commands are: " << commands
-              << " (posenc COMMAND --help for each)\n";
+    std::cerr << "posenc: error: unknown command \"" << argv[1]
+              << "\"; the commands are: " << commands << " (posenc COMMAND --help for each)\n";
     return 1;
   }
   try {

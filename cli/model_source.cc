@@ -6,9 +6,9 @@
 #include <vector>
 
 #include "options.h"
-#include "posenc/error.h"
-#include "posenc/model.h"
-#include "posenc/presets.h"
+#include "posenc/core/error.h"
+#include "posenc/io/model.h"
+#include "posenc/io/presets.h"
 
 namespace posenc::cli {
 namespace {
@@ -24,15 +24,18 @@ ModelConfig load_preset(const std::string& name) {
 constexpr const char* kExtensionGroup = "Context extension";
 
 // Flags whose value is optional in ExtendOptions: set only when given.
-void add_optional(CLI::App* cmd, const std::string& flag, std::optional<double>& field, const std::string& help) {
+void add_optional(CLI::App* cmd, const std::string& flag, std::optional<double>& field,
+                  const std::string& help) {
   add_number(cmd, flag, field, help)->group(kExtensionGroup);
 }
 
 // --scaling, --target-context, --factor and the method parameters (extend.h).
 void add_extension_options(CLI::App* cmd, ExtendOptions& e) {
   add_text(cmd, "--scaling", e.scaling,
-               "Extend the model with this method: linear, ntk, dynamic, yarn, yarn-paper, "
-               "dynamic-yarn, llama3, ntk-alpha (with --alpha), longrope (models with LongRoPE lists only) or none", "METHOD")
+           "Extend the model with this method: linear, ntk, dynamic, yarn, yarn-paper, "
+           "dynamic-yarn, llama3, ntk-alpha (with --alpha), longrope (models with LongRoPE lists "
+           "only) or none",
+           "METHOD")
       ->group(kExtensionGroup);
   add_integer(cmd, "--target-context", e.target_context, std::numeric_limits<std::int64_t>::min(),
               std::numeric_limits<std::int64_t>::max(),
@@ -44,10 +47,12 @@ void add_extension_options(CLI::App* cmd, ExtendOptions& e) {
   add_optional(cmd, "--rope-theta", e.rope_theta, "Replace the model's RoPE base");
   add_optional(cmd, "--beta-fast", e.beta_fast,
                "YaRN: rotations above which pairs keep their frequency");
-  add_optional(cmd, "--beta-slow", e.beta_slow, "YaRN: rotations below which pairs are interpolated");
+  add_optional(cmd, "--beta-slow", e.beta_slow,
+               "YaRN: rotations below which pairs are interpolated");
   add_optional(cmd, "--attention-factor", e.attention_factor,
                "YaRN, LongRoPE: attention factor (multiplies cos and sin)");
-  add_optional(cmd, "--mscale", e.mscale, "YaRN (DeepSeek): numerator mscale of the attention factor");
+  add_optional(cmd, "--mscale", e.mscale,
+               "YaRN (DeepSeek): numerator mscale of the attention factor");
   add_optional(cmd, "--mscale-all-dim", e.mscale_all_dim,
                "YaRN (DeepSeek): denominator mscale, and the softmax scale");
   add_bool(cmd, "--truncate", e.truncate,
@@ -63,8 +68,10 @@ void add_extension_options(CLI::App* cmd, ExtendOptions& e) {
 }  // namespace
 
 void add_model_source_options(CLI::App* cmd, ModelSourceOptions& options) {
-  add_text(cmd, "model", options.path, "The model: a Hugging Face config.json (or a .gguf file)", "PATH");
-  add_text(cmd, "--preset", options.preset, "A built-in model preset instead of a file (see `posenc presets`)", "NAME");
+  add_text(cmd, "model", options.path, "The model: a Hugging Face config.json (or a .gguf file)",
+           "PATH");
+  add_text(cmd, "--preset", options.preset,
+           "A built-in model preset instead of a file (see `posenc presets`)", "NAME");
   add_text(cmd, "--layer-type", options.layer_type,
            "For configs with one RoPE per layer type (transformers v5): which one", "NAME");
   add_extension_options(cmd, options.extend);
@@ -72,9 +79,10 @@ void add_model_source_options(CLI::App* cmd, ModelSourceOptions& options) {
 
 ModelConfig load_model_source(const ModelSourceOptions& o) {
   if (o.path.empty() == o.preset.empty()) {
-    throw Error(o.path.empty() ? "a model is required: give a config.json or .gguf file, or --preset NAME"
-                               : "give either a model file (\"" + o.path + "\") or --preset (\"" + o.preset +
-                                     "\"), not both");
+    throw Error(o.path.empty()
+                    ? "a model is required: give a config.json or .gguf file, or --preset NAME"
+                    : "give either a model file (\"" + o.path + "\") or --preset (\"" + o.preset +
+                          "\"), not both");
   }
   ModelConfig config = o.path.empty() ? load_preset(o.preset) : load_model(o.path);
   select_layer_type(config, o.layer_type, "--layer-type");

@@ -8,8 +8,8 @@
 
 #include <CLI/CLI.hpp>
 
-#include "posenc/config.h"
-#include "posenc/extend.h"
+#include "posenc/io/config.h"
+#include "posenc/io/extend.h"
 
 namespace posenc::cli {
 

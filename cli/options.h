@@ -17,12 +17,12 @@
 #include <string_view>
 #include <vector>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <CLI/CLI.hpp>
 
-#include "posenc/error.h"
-#include "posenc/threads.h"
+#include "posenc/core/error.h"
+#include "posenc/core/threads.h"
 
 namespace posenc::cli {
 
@@ -33,8 +33,8 @@ T parse_integer(std::string_view option, std::string_view text, T lo, T hi) {
   if (digits.size() > 1 && digits[0] == '+') digits.remove_prefix(1);
   T value{};
   const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
-  if (ec != std::errc() || end != digits.data() + digits.size() || value < lo || value > hi || digits.empty() ||
-      digits[0] == '+') {
+  if (ec != std::errc() || end != digits.data() + digits.size() || value < lo || value > hi ||
+      digits.empty() || digits[0] == '+') {
     throw Error(fmt::format("{} ({}) must be an integer in [{}, {}]", option, text, lo, hi));
   }
   return value;
@@ -47,8 +47,9 @@ T parse_number(std::string_view option, std::string_view text) {
   if (digits.size() > 1 && digits[0] == '+') digits.remove_prefix(1);
   double value = 0;
   const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
-  if (ec != std::errc() || end != digits.data() + digits.size() || digits.empty() || digits[0] == '+' ||
-      !std::isfinite(value) || std::abs(value) > static_cast<double>(std::numeric_limits<T>::max())) {
+  if (ec != std::errc() || end != digits.data() + digits.size() || digits.empty() ||
+      digits[0] == '+' || !std::isfinite(value) ||
+      std::abs(value) > static_cast<double>(std::numeric_limits<T>::max())) {
     throw Error(fmt::format("{} ({}) must be a finite number{}", option, text,
                             sizeof(T) == 4 ? " within float32's range" : ""));
   }
@@ -64,15 +65,17 @@ inline bool parse_bool(std::string_view option, std::string_view text) {
 
 // Splits "a,b,c"; refuses an empty list or an empty item.
 inline std::vector<std::string> split_list(std::string_view option, std::string_view text) {
-  if (text.empty()) throw Error(fmt::format("{} (\"\") must not be empty: give a comma-separated list", option));
+  if (text.empty())
+    throw Error(fmt::format("{} (\"\") must not be empty: give a comma-separated list", option));
   std::vector<std::string> items;
   std::size_t begin = 0;
   for (;;) {
     const std::size_t comma = text.find(',', begin);
-    const std::string_view item = text.substr(begin, comma == std::string_view::npos ? text.npos : comma - begin);
+    const std::string_view item =
+        text.substr(begin, comma == std::string_view::npos ? text.npos : comma - begin);
     if (item.empty()) {
-      throw Error(fmt::format("{} (\"{}\"): item {} is empty; expected a comma-separated list", option, text,
-                              items.size() + 1));
+      throw Error(fmt::format("{} (\"{}\"): item {} is empty; expected a comma-separated list",
+                              option, text, items.size() + 1));
     }
     items.emplace_back(item);
     if (comma == std::string_view::npos) return items;
@@ -84,7 +87,8 @@ namespace options_detail {
 
 // Registers `name` with `set` called on each given value (once per occurrence for lists).
 inline CLI::Option* add_parsed(CLI::App* cmd, const std::string& name, const std::string& help,
-                               const std::string& type, bool list, std::function<void(const std::string&)> set,
+                               const std::string& type, bool list,
+                               std::function<void(const std::string&)> set,
                                std::function<std::string()> shown_default) {
   CLI::Option* o = cmd->add_option(
       name,
@@ -109,26 +113,28 @@ inline std::string option_name(const std::string& name) {
 
 // An integer option in [lo, hi] (capture_default_str() shows `value`).
 template <std::integral T>
-CLI::Option* add_integer(CLI::App* cmd, const std::string& name, T& value, T lo, T hi, const std::string& help) {
+CLI::Option* add_integer(CLI::App* cmd, const std::string& name, T& value, T lo, T hi,
+                         const std::string& help) {
   const std::string flag = options_detail::option_name(name);
   return options_detail::add_parsed(
-      cmd, name, help, "INT", false, [&value, flag, lo, hi](const std::string& t) { value = parse_integer(flag, t, lo, hi); },
+      cmd, name, help, "INT", false,
+      [&value, flag, lo, hi](const std::string& t) { value = parse_integer(flag, t, lo, hi); },
       [&value] { return std::to_string(value); });
 }
 
 template <std::integral T>
-CLI::Option* add_integer(CLI::App* cmd, const std::string& name, std::optional<T>& value, T lo, T hi,
-                         const std::string& help) {
+CLI::Option* add_integer(CLI::App* cmd, const std::string& name, std::optional<T>& value, T lo,
+                         T hi, const std::string& help) {
   const std::string flag = options_detail::option_name(name);
   return options_detail::add_parsed(
-      cmd, name, help, "INT", false, [&value, flag, lo, hi](const std::string& t) { value = parse_integer(flag, t, lo, hi); },
-      {});
+      cmd, name, help, "INT", false,
+      [&value, flag, lo, hi](const std::string& t) { value = parse_integer(flag, t, lo, hi); }, {});
 }
 
 // Comma-separated integers in [lo, hi]; the option replaces the default list when given.
 template <std::integral T>
-CLI::Option* add_integers(CLI::App* cmd, const std::string& name, std::vector<T>& values, T lo, T hi,
-                          const std::string& help) {
+CLI::Option* add_integers(CLI::App* cmd, const std::string& name, std::vector<T>& values, T lo,
+                          T hi, const std::string& help) {
   const std::string flag = options_detail::option_name(name);
   auto fresh = std::make_shared<bool>(true);
   return options_detail::add_parsed(
@@ -136,8 +142,10 @@ CLI::Option* add_integers(CLI::App* cmd, const std::string& name, std::vector<T>
       [&values, flag, lo, hi, fresh](const std::string& t) {
         if (*fresh) values.clear(), *fresh = false;
         const std::vector<std::string> items = split_list(flag, t);
-        const std::string in_list = items.size() == 1 ? flag : fmt::format("{} (\"{}\"): item", flag, t);
-        for (const std::string& item : items) values.push_back(parse_integer(in_list, item, lo, hi));
+        const std::string in_list =
+            items.size() == 1 ? flag : fmt::format("{} (\"{}\"): item", flag, t);
+        for (const std::string& item : items)
+          values.push_back(parse_integer(in_list, item, lo, hi));
       },
       [&values] { return fmt::format("{}", fmt::join(values, ",")); });
 }
@@ -147,20 +155,24 @@ template <std::floating_point T>
 CLI::Option* add_number(CLI::App* cmd, const std::string& name, T& value, const std::string& help) {
   const std::string flag = options_detail::option_name(name);
   return options_detail::add_parsed(
-      cmd, name, help, "NUMBER", false, [&value, flag](const std::string& t) { value = parse_number<T>(flag, t); },
+      cmd, name, help, "NUMBER", false,
+      [&value, flag](const std::string& t) { value = parse_number<T>(flag, t); },
       [&value] { return fmt::format("{}", value); });
 }
 
 template <std::floating_point T>
-CLI::Option* add_number(CLI::App* cmd, const std::string& name, std::optional<T>& value, const std::string& help) {
+CLI::Option* add_number(CLI::App* cmd, const std::string& name, std::optional<T>& value,
+                        const std::string& help) {
   const std::string flag = options_detail::option_name(name);
   return options_detail::add_parsed(
-      cmd, name, help, "NUMBER", false, [&value, flag](const std::string& t) { value = parse_number<T>(flag, t); }, {});
+      cmd, name, help, "NUMBER", false,
+      [&value, flag](const std::string& t) { value = parse_number<T>(flag, t); }, {});
 }
 
 // Comma-separated finite numbers.
 template <std::floating_point T>
-CLI::Option* add_numbers(CLI::App* cmd, const std::string& name, std::vector<T>& values, const std::string& help) {
+CLI::Option* add_numbers(CLI::App* cmd, const std::string& name, std::vector<T>& values,
+                         const std::string& help) {
   const std::string flag = options_detail::option_name(name);
   auto fresh = std::make_shared<bool>(true);
   return options_detail::add_parsed(
@@ -168,7 +180,8 @@ CLI::Option* add_numbers(CLI::App* cmd, const std::string& name, std::vector<T>&
       [&values, flag, fresh](const std::string& t) {
         if (*fresh) values.clear(), *fresh = false;
         const std::vector<std::string> items = split_list(flag, t);
-        const std::string in_list = items.size() == 1 ? flag : fmt::format("{} (\"{}\"): item", flag, t);
+        const std::string in_list =
+            items.size() == 1 ? flag : fmt::format("{} (\"{}\"): item", flag, t);
         for (const std::string& item : items) values.push_back(parse_number<T>(in_list, item));
       },
       {});
@@ -179,12 +192,13 @@ inline CLI::Option* add_bool(CLI::App* cmd, const std::string& name, std::option
                              const std::string& help) {
   const std::string flag = options_detail::option_name(name);
   return options_detail::add_parsed(
-      cmd, name, help, "true|false", false, [&value, flag](const std::string& t) { value = parse_bool(flag, t); }, {});
+      cmd, name, help, "true|false", false,
+      [&value, flag](const std::string& t) { value = parse_bool(flag, t); }, {});
 }
 
 // A name or path: the empty string is refused (it would otherwise read as "not given").
-inline CLI::Option* add_text(CLI::App* cmd, const std::string& name, std::string& value, const std::string& help,
-                             const std::string& type = "TEXT") {
+inline CLI::Option* add_text(CLI::App* cmd, const std::string& name, std::string& value,
+                             const std::string& help, const std::string& type = "TEXT") {
   const std::string flag = options_detail::option_name(name);
   return options_detail::add_parsed(
       cmd, name, help, type, false,
@@ -195,21 +209,22 @@ inline CLI::Option* add_text(CLI::App* cmd, const std::string& name, std::string
       [&value] { return value; });
 }
 
-inline CLI::Option* add_text(CLI::App* cmd, const std::string& name, std::optional<std::string>& value,
-                             const std::string& help, const std::string& type = "TEXT") {
+inline CLI::Option* add_text(CLI::App* cmd, const std::string& name,
+                             std::optional<std::string>& value, const std::string& help,
+                             const std::string& type = "TEXT") {
   const std::string flag = options_detail::option_name(name);
-  return options_detail::add_parsed(
-      cmd, name, help, type, false,
-      [&value, flag](const std::string& t) {
-        if (t.empty()) throw Error(flag + " (\"\") must not be empty");
-        value = t;
-      },
-      {});
+  return options_detail::add_parsed(cmd, name, help, type, false,
+                                    [&value, flag](const std::string& t) {
+                                      if (t.empty())
+                                        throw Error(flag + " (\"\") must not be empty");
+                                      value = t;
+                                    },
+                                    {});
 }
 
 // Comma-separated names, no empty item.
-inline CLI::Option* add_texts(CLI::App* cmd, const std::string& name, std::vector<std::string>& values,
-                              const std::string& help) {
+inline CLI::Option* add_texts(CLI::App* cmd, const std::string& name,
+                              std::vector<std::string>& values, const std::string& help) {
   const std::string flag = options_detail::option_name(name);
   auto fresh = std::make_shared<bool>(true);
   return options_detail::add_parsed(
@@ -224,7 +239,8 @@ inline CLI::Option* add_texts(CLI::App* cmd, const std::string& name, std::vecto
 // The --threads option of every command: [1, kMaxThreads], stated in its help.
 inline CLI::Option* add_threads(CLI::App* cmd, int& value, const std::string& what) {
   return add_integer(cmd, "--threads", value, 1, kMaxThreads,
-                     fmt::format("{}, in [1, {}]; more than this machine's hardware threads ({}) runs with a warning",
+                     fmt::format("{}, in [1, {}]; more than this machine's hardware threads ({}) "
+                                 "runs with a warning",
                                  what, kMaxThreads, hardware_threads()))
       ->capture_default_str();
 }
@@ -232,8 +248,11 @@ inline CLI::Option* add_threads(CLI::App* cmd, int& value, const std::string& wh
 // A warning on stderr when `threads` exceeds the hardware threads: they run, time-sliced.
 inline void warn_oversubscribed(std::string_view flag, int threads) {
   if (threads > hardware_threads()) {
-    fmt::print(stderr, "posenc: warning: {} ({}) is more than this machine's {} hardware threads; running {} threads "
-               "anyway (they share the cores)\n", flag, threads, hardware_threads(), threads);
+    fmt::print(stderr,
+               "posenc: warning: {} ({}) is more than this machine's {} hardware threads; running "
+               "{} threads "
+               "anyway (they share the cores)\n",
+               flag, threads, hardware_threads(), threads);
   }
 }
 

@@ -19,7 +19,8 @@ inline void warn_all(const std::vector<std::string>& messages) {
 
 // `contents` to stdout when `path` is "-", else to the file (whole, write_output_file). Returns
 // whether a file was written, for the command's "wrote PATH" line.
-inline bool write_output(const std::string& flag, const std::string& path, std::string_view contents) {
+inline bool write_output(const std::string& flag, const std::string& path,
+                         std::string_view contents) {
   if (path == "-") {
     std::cout << contents;
     return false;

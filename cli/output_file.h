@@ -15,7 +15,7 @@
 #include <string_view>
 #include <vector>
 
-#include "posenc/error.h"
+#include "posenc/core/error.h"
 
 namespace posenc::cli {
 
@@ -30,7 +30,8 @@ class StagedOutputs {
 
   // Calls write(temporary path) for `path` (the target of option `flag`); write throws Error on
   // failure. Nothing appears at `path` before commit().
-  void stage(const std::string& flag, const std::string& path, const std::function<void(const std::string&)>& write) {
+  void stage(const std::string& flag, const std::string& path,
+             const std::function<void(const std::string&)>& write) {
     Entry e{flag, path, path + ".posenc-tmp." + std::to_string(::getpid())};
     entries_.push_back(e);
     try {
@@ -70,7 +71,8 @@ class StagedOutputs {
 };
 
 // Writes `contents` to `path` whole (through a temporary file), for option `flag`.
-inline void write_output_file(const std::string& flag, const std::string& path, std::string_view contents) {
+inline void write_output_file(const std::string& flag, const std::string& path,
+                              std::string_view contents) {
   StagedOutputs out;
   out.stage_text(flag, path, contents);
   out.commit();

@@ -7,8 +7,8 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
-#include "posenc/extend.h"
-#include "posenc/presets.h"
+#include "posenc/io/extend.h"
+#include "posenc/io/presets.h"
 
 namespace posenc::cli {
 namespace {
@@ -42,13 +42,16 @@ void run_presets(bool json) {
   fmt::print("{:<26} {:<12} {:>6} {:>8}  {}\n", "name", "rope_type", "factor", "context", "source");
   for (const Preset& p : presets()) {
     const RopeSpec s = load_preset(p.name).spec;
-    fmt::print("{:<26} {:<12} {:>6} {:>8}  {}\n", p.name, method_name(s), fmt::format("{:g}", s.factor),
-               reachable_context(s), p.source);
+    fmt::print("{:<26} {:<12} {:>6} {:>8}  {}\n", p.name, method_name(s),
+               fmt::format("{:g}", s.factor), reachable_context(s), p.source);
   }
   fmt::print(
-      "\ncontext: max_position_embeddings, or factor × original context where that is larger and the\n"
-      "factor is the extension ratio (the Qwen cards' YaRN blocks leave max_position_embeddings low).\n"
-      "Use a preset with --preset NAME; `posenc presets --json` adds each one's config, how its values\n"
+      "\ncontext: max_position_embeddings, or factor × original context where that is larger and "
+      "the\n"
+      "factor is the extension ratio (the Qwen cards' YaRN blocks leave max_position_embeddings "
+      "low).\n"
+      "Use a preset with --preset NAME; `posenc presets --json` adds each one's config, how its "
+      "values\n"
       "were checked, and the warnings it gives.\n");
 }
 
@@ -57,9 +60,11 @@ void run_presets(bool json) {
 void add_presets(CLI::App& app) {
   auto json = std::make_shared<bool>(false);
   CLI::App* cmd = app.add_subcommand(
-      "presets", "List the built-in models (--preset NAME): RoPE method, factor, context, and the published "
-                 "config.json each one copies.");
-  cmd->add_flag("--json", *json, "Print a JSON array with each preset's config, source notes and warnings");
+      "presets",
+      "List the built-in models (--preset NAME): RoPE method, factor, context, and the published "
+      "config.json each one copies.");
+  cmd->add_flag("--json", *json,
+                "Print a JSON array with each preset's config, source notes and warnings");
   cmd->callback([json] { run_presets(*json); });
 }
 

@@ -7,8 +7,8 @@
 #include "default_model.h"
 #include "options.h"
 #include "output.h"
-#include "posenc/error.h"
-#include "posenc/report.h"
+#include "posenc/core/error.h"
+#include "posenc/report/report.h"
 #include "posenc/version.h"
 
 namespace posenc::cli {
@@ -37,12 +37,15 @@ void run_report(const ReportCliOptions& o) {
 
 void add_report(CLI::App& app) {
   auto opts = std::make_shared<ReportCliOptions>();
-  CLI::App* cmd = app.add_subcommand(
-      "report",
-      "Write one self-contained HTML page about a model's positional encoding: the model summary, every "
-      "figure of `posenc plot`, the per-pair table of `posenc inspect`, the engine comparison and the "
-      "results of `posenc verify`. Without a model: Llama 2 7B extended 16x with YaRN. Models of at most "
-      "2048 rotated pairs (rotary_dim 4096), the decay figure's limit.");
+  CLI::App* cmd =
+      app.add_subcommand("report",
+                         "Write one self-contained HTML page about a model's positional encoding: "
+                         "the model summary, every "
+                         "figure of `posenc plot`, the per-pair table of `posenc inspect`, the "
+                         "engine comparison and the "
+                         "results of `posenc verify`. Without a model: Llama 2 7B extended 16x "
+                         "with YaRN. Models of at most "
+                         "2048 rotated pairs (rotary_dim 4096), the decay figure's limit.");
   add_model_source_options(cmd, opts->model);
   add_text(cmd, "-o,--output", opts->output, "The HTML file to write (\"-\": stdout)", "PATH");
   cmd->callback([opts] { run_report(*opts); });

@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
-#include "posenc/targets.h"
+#include "posenc/rope/targets.h"
 
 namespace posenc::cli {
 namespace {
@@ -15,7 +15,8 @@ namespace {
 constexpr const char* kEnv = "POSENC_SIMD_TARGET";
 
 void run_targets(bool json) {
-  const std::vector<SimdTarget> targets = simd_targets();  // throws when the variable names no target
+  const std::vector<SimdTarget> targets =
+      simd_targets();  // throws when the variable names no target
   const std::string active = active_simd_target();
   const char* forced = std::getenv(kEnv);
   const bool is_forced = forced != nullptr && *forced != '\0';
@@ -25,7 +26,8 @@ void run_targets(bool json) {
       list.push_back({{"name", t.name}, {"supported", t.supported}, {"active", t.active}});
     }
     nlohmann::json j{{"targets", std::move(list)}, {"active", active}};
-    j["forced_by"] = is_forced ? nlohmann::json(std::string(kEnv) + "=" + forced) : nlohmann::json(nullptr);
+    j["forced_by"] =
+        is_forced ? nlohmann::json(std::string(kEnv) + "=" + forced) : nlohmann::json(nullptr);
     std::cout << j.dump(2) << "\n";
     return;
   }
@@ -44,8 +46,10 @@ void add_targets(CLI::App& app) {
   auto json = std::make_shared<bool>(false);
   CLI::App* cmd = app.add_subcommand(
       "targets",
-      "List the SIMD targets the kernels were compiled for (best first), whether this CPU supports each, and "
-      "which one runs. Set the environment variable POSENC_SIMD_TARGET=NAME (e.g. POSENC_SIMD_TARGET=AVX2) to "
+      "List the SIMD targets the kernels were compiled for (best first), whether this CPU supports "
+      "each, and "
+      "which one runs. Set the environment variable POSENC_SIMD_TARGET=NAME (e.g. "
+      "POSENC_SIMD_TARGET=AVX2) to "
       "run a specific supported target instead of the best one, in any posenc command.");
   cmd->add_flag("--json", *json, "Print one JSON object instead of the table");
   cmd->callback([json] { run_targets(*json); });

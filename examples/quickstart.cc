@@ -35,8 +35,8 @@ int main(int argc, char** argv) try {
               f.inv_freq.size() - 1, f.inv_freq.back());
   for (std::int64_t t = 0; t < tokens; ++t) {
     const float* x = q.data() + t * 32 * head_dim;  // head 0; pair 0 is (x[0], x[head_dim / 2])
-    std::printf("position %6d: q pair 0 = (%.7f, %.7f)\n", positions[static_cast<std::size_t>(t)], x[0],
-                x[head_dim / 2]);
+    std::printf("position %6d: q pair 0 = (%.7f, %.7f)\n", positions[static_cast<std::size_t>(t)],
+                x[0], x[head_dim / 2]);
   }
   return 0;
 } catch (const std::exception& e) {

@@ -4,15 +4,15 @@
 #include <cstdint>
 #include <initializer_list>
 
-#include "posenc/error.h"
-#include "posenc/frequencies.h"
-#include "posenc/numerics.h"
-#include "posenc/spec.h"
+#include "posenc/core/error.h"
+#include "posenc/core/frequencies.h"
+#include "posenc/core/numerics.h"
+#include "posenc/core/spec.h"
 
 namespace posenc::fuzz {
 
 // compute_frequencies allocates a few doubles per pair. Both parsers validate() the spec, which
-// refuses head_dim > 65536 (kMaxHeadDim in src/spec.cc) and rotary dims beyond head_dim; this
+// refuses head_dim > 65536 (kMaxHeadDim in src/core/spec.cc) and rotary dims beyond head_dim; this
 // guard repeats that bound so that a spec reaching here unvalidated is not an out-of-memory
 // report instead of a finding. Real heads are at most a few hundred dims.
 inline constexpr std::int64_t kMaxDims = 1 << 16;

@@ -9,8 +9,8 @@
 #include <string_view>
 
 #include "fuzz_common.h"
-#include "posenc/config.h"
-#include "posenc/error.h"
+#include "posenc/core/error.h"
+#include "posenc/io/config.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);

@@ -9,9 +9,9 @@
 #include <span>
 
 #include "fuzz_common.h"
-#include "posenc/error.h"
-#include "posenc/ggml.h"
-#include "posenc/gguf.h"
+#include "posenc/core/error.h"
+#include "posenc/core/ggml.h"
+#include "posenc/io/gguf.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   posenc::GgufFile file;
@@ -33,7 +33,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   try {
     const posenc::GgufModel model = posenc::gguf_model(file);
     posenc::fuzz::exercise(model.config.spec);
-    if (model.ggml.n_dims <= posenc::fuzz::kMaxDims) (void)posenc::frequencies_from_ggml(model.ggml);
+    if (model.ggml.n_dims <= posenc::fuzz::kMaxDims)
+      (void)posenc::frequencies_from_ggml(model.ggml);
   } catch (const posenc::Error&) {
   }
   return 0;

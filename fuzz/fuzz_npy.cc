@@ -6,13 +6,13 @@
 #include <cstdint>
 #include <span>
 
-#include "posenc/error.h"
-#include "posenc/npy.h"
+#include "posenc/core/error.h"
+#include "posenc/io/npy.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   try {
-    const posenc::NpyArray a =
-        posenc::parse_npy(std::span<const std::byte>(reinterpret_cast<const std::byte*>(data), size), "fuzz.npy");
+    const posenc::NpyArray a = posenc::parse_npy(
+        std::span<const std::byte>(reinterpret_cast<const std::byte*>(data), size), "fuzz.npy");
     // The shape must account for the data it claims.
     std::size_t count = 1;
     for (std::int64_t d : a.shape) count *= static_cast<std::size_t>(d);

@@ -1,32 +1,43 @@
-// posenc/posenc.h: the whole public API.
+// posenc/posenc.h: the whole public API, every header below. Where to start, layer by layer (each
+// layer uses only layers listed before it; docs/design.md §2 draws the data flow):
+//   core/      spec.h (RopeSpec, the methods and their traits) -> frequencies.h (inv_freq and the
+//              two scalars, in the numerics.h conventions) -> cos_sin.h; ggml.h (llama.cpp's
+//              parameters), sinusoidal.h, defaults.h, error.h, threads.h
+//   rope/      the hot path: tensor.h (views), table.h (cos/sin rows), apply.h (apply_rope,
+//              rerotate_keys), targets.h (SIMD targets)
+//   io/        models in: model.h (load_model: config.json or GGUF), config.h, gguf.h, presets.h,
+//              extend.h (--scaling), npy.h
+//   analysis/  engines.h (transformers, llama.cpp, vLLM side by side), doctor.h, verify.h, pairs.h
+//   llama/     llama.h (the stories260K model), perplexity.h
+//   report/    svg.h, figures.h, report.h (the HTML page)
 #pragma once
 
-#include "posenc/apply.h"
-#include "posenc/config.h"
-#include "posenc/cos_sin.h"
-#include "posenc/defaults.h"
-#include "posenc/doctor.h"
-#include "posenc/engines.h"
-#include "posenc/error.h"
-#include "posenc/extend.h"
-#include "posenc/figures.h"
-#include "posenc/frequencies.h"
-#include "posenc/ggml.h"
-#include "posenc/gguf.h"
-#include "posenc/llama.h"
-#include "posenc/model.h"
-#include "posenc/npy.h"
-#include "posenc/numerics.h"
-#include "posenc/pairs.h"
-#include "posenc/perplexity.h"
-#include "posenc/presets.h"
-#include "posenc/report.h"
-#include "posenc/sinusoidal.h"
-#include "posenc/spec.h"
-#include "posenc/svg.h"
-#include "posenc/table.h"
-#include "posenc/targets.h"
-#include "posenc/tensor.h"
-#include "posenc/threads.h"
-#include "posenc/verify.h"
+#include "posenc/analysis/doctor.h"
+#include "posenc/analysis/engines.h"
+#include "posenc/analysis/pairs.h"
+#include "posenc/analysis/verify.h"
+#include "posenc/core/cos_sin.h"
+#include "posenc/core/defaults.h"
+#include "posenc/core/error.h"
+#include "posenc/core/frequencies.h"
+#include "posenc/core/ggml.h"
+#include "posenc/core/numerics.h"
+#include "posenc/core/sinusoidal.h"
+#include "posenc/core/spec.h"
+#include "posenc/core/threads.h"
+#include "posenc/io/config.h"
+#include "posenc/io/extend.h"
+#include "posenc/io/gguf.h"
+#include "posenc/io/model.h"
+#include "posenc/io/npy.h"
+#include "posenc/io/presets.h"
+#include "posenc/llama/llama.h"
+#include "posenc/llama/perplexity.h"
+#include "posenc/report/figures.h"
+#include "posenc/report/report.h"
+#include "posenc/report/svg.h"
+#include "posenc/rope/apply.h"
+#include "posenc/rope/table.h"
+#include "posenc/rope/targets.h"
+#include "posenc/rope/tensor.h"
 #include "posenc/version.h"

@@ -14,12 +14,12 @@
 #include <numeric>
 #include <string>
 
-#include "kernels/thread_pool.h"
 #include "llama/kernels.h"
-#include "posenc/apply.h"
-#include "posenc/error.h"
-#include "posenc/llama.h"
-#include "posenc/threads.h"
+#include "posenc/core/error.h"
+#include "posenc/core/threads.h"
+#include "posenc/llama/llama.h"
+#include "posenc/rope/apply.h"
+#include "util/thread_pool.h"
 
 namespace posenc::llama {
 namespace {
@@ -87,9 +87,11 @@ struct Session::State {
     if (same_angles(next, freqs)) return;
     if (size > 0) {
       const Config& c = model->config();
-      const TensorView keys{k_cache.data(), DType::kF32, size, c.layers * c.kv_heads, c.head_dim(),
-                            c.layers * c.kv_dim(), c.head_dim()};
-      rerotate_keys(freqs, next, keys, std::span<const std::int32_t>(all_positions.data(), z(size)), opt.threads);
+      const TensorView keys{k_cache.data(),        DType::kF32,  size,
+                            c.layers * c.kv_heads, c.head_dim(), c.layers * c.kv_dim(),
+                            c.head_dim()};
+      rerotate_keys(freqs, next, keys, std::span<const std::int32_t>(all_positions.data(), z(size)),
+                    opt.threads);
       ++rerotations;
     }
     freqs = std::move(next);
@@ -98,15 +100,18 @@ struct Session::State {
   void step(std::span<const std::int32_t> tokens, float* logits, std::int64_t first_logit);
 };
 
-void Session::State::step(std::span<const std::int32_t> tokens, float* logits, std::int64_t first_logit) {
+void Session::State::step(std::span<const std::int32_t> tokens, float* logits,
+                          std::int64_t first_logit) {
   const Config& c = model->config();
   const Weights& w = model->weights();
   const std::int64_t m = static_cast<std::int64_t>(tokens.size());
-  const std::int64_t H = c.dim, I = c.hidden_dim, KV = c.kv_dim(), hd = c.head_dim(), V = c.vocab_size;
+  const std::int64_t H = c.dim, I = c.hidden_dim, KV = c.kv_dim(), hd = c.head_dim(),
+                     V = c.vocab_size;
   const std::int64_t group = c.heads / c.kv_heads;
   const std::int64_t p0 = size;
   const std::span<const std::int32_t> positions(all_positions.data() + p0, z(m));
-  const float scale = static_cast<float>(freqs.softmax_scale_multiplier / std::sqrt(static_cast<double>(hd)));
+  const float scale =
+      static_cast<float>(freqs.softmax_scale_multiplier / std::sqrt(static_cast<double>(hd)));
 
   for (std::int64_t t = 0; t < m; ++t) {
     const float* e = w.embedding.data() + tokens[z(t)] * H;
@@ -117,7 +122,8 @@ void Session::State::step(std::span<const std::int32_t> tokens, float* logits, s
     const std::int64_t blocks = (m + 3) / 4;
     parallel(blocks, [&](std::int64_t b0, std::int64_t b1) {
       const std::int64_t t0 = 4 * b0, t1 = std::min(m, 4 * b1);
-      for (std::int64_t t = t0; t < t1; ++t) rmsnorm(xb.data() + t * H, x.data() + t * H, w.attention_norm.data() + l * H, H);
+      for (std::int64_t t = t0; t < t1; ++t)
+        rmsnorm(xb.data() + t * H, x.data() + t * H, w.attention_norm.data() + l * H, H);
       MatMulArgs a{xb.data() + t0 * H, H, t1 - t0, nullptr, H, 0, nullptr, 0, false};
       a.w = w.wq_t.data() + l * H * H, a.cols = H, a.out = q.data() + t0 * H, a.out_stride = H;
       detail::matmul(a);
@@ -163,27 +169,36 @@ void Session::State::step(std::span<const std::int32_t> tokens, float* logits, s
     // Output projection and feed-forward, by token.
     parallel(blocks, [&](std::int64_t b0, std::int64_t b1) {
       const std::int64_t t0 = 4 * b0, t1 = std::min(m, 4 * b1), rows = t1 - t0;
-      detail::matmul({att.data() + t0 * H, H, rows, w.wo_t.data() + l * H * H, H, H, x.data() + t0 * H, H, true});
-      for (std::int64_t t = t0; t < t1; ++t) rmsnorm(xb.data() + t * H, x.data() + t * H, w.ffn_norm.data() + l * H, H);
-      detail::matmul({xb.data() + t0 * H, H, rows, w.gate_t.data() + l * H * I, H, I, hb.data() + t0 * I, I, false});
-      detail::matmul({xb.data() + t0 * H, H, rows, w.up_t.data() + l * H * I, H, I, hb2.data() + t0 * I, I, false});
-      for (std::int64_t t = t0; t < t1; ++t) detail::silu_mul(hb.data() + t * I, hb2.data() + t * I, I);
-      detail::matmul({hb.data() + t0 * I, I, rows, w.down_t.data() + l * I * H, I, H, x.data() + t0 * H, H, true});
+      detail::matmul({att.data() + t0 * H, H, rows, w.wo_t.data() + l * H * H, H, H,
+                      x.data() + t0 * H, H, true});
+      for (std::int64_t t = t0; t < t1; ++t)
+        rmsnorm(xb.data() + t * H, x.data() + t * H, w.ffn_norm.data() + l * H, H);
+      detail::matmul({xb.data() + t0 * H, H, rows, w.gate_t.data() + l * H * I, H, I,
+                      hb.data() + t0 * I, I, false});
+      detail::matmul({xb.data() + t0 * H, H, rows, w.up_t.data() + l * H * I, H, I,
+                      hb2.data() + t0 * I, I, false});
+      for (std::int64_t t = t0; t < t1; ++t)
+        detail::silu_mul(hb.data() + t * I, hb2.data() + t * I, I);
+      detail::matmul({hb.data() + t0 * I, I, rows, w.down_t.data() + l * I * H, I, H,
+                      x.data() + t0 * H, H, true});
     });
   }
   size += m;
 
   if (first_logit < m) {
     const std::int64_t rows = m - first_logit;
-    for (std::int64_t t = first_logit; t < m; ++t) rmsnorm(xb.data() + t * H, x.data() + t * H, w.final_norm.data(), H);
-    matmul_rows({xb.data() + first_logit * H, H, rows, w.embedding_t.data(), H, V, logits, V, false}, rows);
+    for (std::int64_t t = first_logit; t < m; ++t)
+      rmsnorm(xb.data() + t * H, x.data() + t * H, w.final_norm.data(), H);
+    matmul_rows(
+        {xb.data() + first_logit * H, H, rows, w.embedding_t.data(), H, V, logits, V, false}, rows);
   }
 }
 
 std::int64_t kv_cache_bytes_per_position(const Config& c) { return 2 * c.layers * c.kv_dim() * 4; }
 
 std::int64_t max_capacity(const Config& c) {
-  return std::min(kMaxSessionPositions, static_cast<std::int64_t>(kMaxKvCacheBytes) / kv_cache_bytes_per_position(c));
+  return std::min(kMaxSessionPositions,
+                  static_cast<std::int64_t>(kMaxKvCacheBytes) / kv_cache_bytes_per_position(c));
 }
 
 Session::Session(const Model& model, SessionOptions options) : state_(std::make_unique<State>()) {
@@ -191,15 +206,18 @@ Session::Session(const Model& model, SessionOptions options) : state_(std::make_
   const Config& c = model.config();
   s.model = &model;
   s.opt = std::move(options);
-  if (s.opt.capacity < 1) throw Error("session: capacity (" + std::to_string(s.opt.capacity) + ") must be at least 1");
+  if (s.opt.capacity < 1)
+    throw Error("session: capacity (" + std::to_string(s.opt.capacity) + ") must be at least 1");
   if (s.opt.capacity > max_capacity(c)) {
     throw Error("session: capacity (" + std::to_string(s.opt.capacity) + ") must be at most " +
                 std::to_string(max_capacity(c)) + " positions: the KV cache takes " +
-                std::to_string(kv_cache_bytes_per_position(c)) + " bytes a position and is limited to " +
-                std::to_string(kMaxKvCacheBytes >> 30) + " GiB (kMaxKvCacheBytes)");
+                std::to_string(kv_cache_bytes_per_position(c)) +
+                " bytes a position and is limited to " + std::to_string(kMaxKvCacheBytes >> 30) +
+                " GiB (kMaxKvCacheBytes)");
   }
   check_threads(s.opt.threads, "session");
-  if (s.opt.step < 1) throw Error("session: step (" + std::to_string(s.opt.step) + ") must be at least 1");
+  if (s.opt.step < 1)
+    throw Error("session: step (" + std::to_string(s.opt.step) + ") must be at least 1");
   if (s.opt.rope.head_dim != c.head_dim()) {
     throw Error("session: the RoPE spec's head_dim (" + std::to_string(s.opt.rope.head_dim) +
                 ") must equal the model's (" + std::to_string(c.head_dim()) + ")");
@@ -230,7 +248,8 @@ void Session::reset() {
   state_->freqs = state_->initial;
 }
 
-void Session::forward(std::span<const std::int32_t> tokens, std::span<float> logits, std::int64_t first_logit) {
+void Session::forward(std::span<const std::int32_t> tokens, std::span<float> logits,
+                      std::int64_t first_logit) {
   State& s = *state_;
   const Config& c = s.model->config();
   const auto n = static_cast<std::int64_t>(tokens.size());
@@ -239,11 +258,13 @@ void Session::forward(std::span<const std::int32_t> tokens, std::span<float> log
                 " would overflow the KV cache's capacity (" + std::to_string(s.opt.capacity) + ")");
   }
   if (first_logit < 0 || first_logit > n) {
-    throw Error("session: first_logit (" + std::to_string(first_logit) + ") must be in [0, " + std::to_string(n) + "]");
+    throw Error("session: first_logit (" + std::to_string(first_logit) + ") must be in [0, " +
+                std::to_string(n) + "]");
   }
   const std::int64_t need = (n - first_logit) * c.vocab_size;
   if (static_cast<std::int64_t>(logits.size()) < need) {
-    throw Error("session: logits holds " + std::to_string(logits.size()) + " floats; " + std::to_string(need) + " needed");
+    throw Error("session: logits holds " + std::to_string(logits.size()) + " floats; " +
+                std::to_string(need) + " needed");
   }
   for (std::int64_t i = 0; i < n; ++i) {
     if (tokens[z(i)] < 0 || tokens[z(i)] >= c.vocab_size) {

@@ -1,11 +1,14 @@
 // The Llama forward pass's SIMD kernels, written once with Google Highway for every target and
-// dispatched at run time (as kernels/rotate.cc).
+// dispatched at run time (as rope/kernels/rotate.cc).
 //
 // Vectorised across independent outputs only: matmul across output columns, attention across the
 // query tokens of a tile. So each output element is a plain left-to-right sum whose operations do
 // not depend on the vector width nor on how the caller splits the work; separate Mul and Add
 // (never MulAdd) keep every target's sums the same. Tails run the body's code on a one-lane tag
 // (matmul) or on a padded full vector (silu, log-sum-exp, attention's tile).
+// foreach_target.h re-includes this file once per target, so the order of these lines is
+// Highway's, not alphabetical.
+// clang-format off
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "llama/kernels.cc"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
@@ -18,6 +21,7 @@
 #include <vector>
 
 #include "llama/kernels.h"
+// clang-format on
 
 HWY_BEFORE_NAMESPACE();
 namespace posenc::llama::detail {
@@ -45,7 +49,8 @@ HWY_INLINE void MatMul4x2(const MatMulArgs& a, const float* x, float* out, std::
   for (std::int64_t k = 0; k < a.depth; ++k, w += a.cols) {
     const auto w0 = hn::LoadU(d, w);
     const auto w1 = hn::LoadU(d, w + n);
-    const auto v0 = hn::Set(d, x0[k]), v1 = hn::Set(d, x1[k]), v2 = hn::Set(d, x2[k]), v3 = hn::Set(d, x3[k]);
+    const auto v0 = hn::Set(d, x0[k]), v1 = hn::Set(d, x1[k]), v2 = hn::Set(d, x2[k]),
+               v3 = hn::Set(d, x3[k]);
     c00 = hn::Add(c00, hn::Mul(v0, w0));
     c01 = hn::Add(c01, hn::Mul(v0, w1));
     c10 = hn::Add(c10, hn::Mul(v1, w0));
@@ -71,7 +76,8 @@ template <class DT>
 HWY_INLINE void MatMul1x1(DT d, const MatMulArgs& a, const float* x, float* out, std::int64_t j) {
   auto c = hn::Zero(d);
   const float* w = a.w + j;
-  for (std::int64_t k = 0; k < a.depth; ++k, w += a.cols) c = hn::Add(c, hn::Mul(hn::Set(d, x[k]), hn::LoadU(d, w)));
+  for (std::int64_t k = 0; k < a.depth; ++k, w += a.cols)
+    c = hn::Add(c, hn::Mul(hn::Set(d, x[k]), hn::LoadU(d, w)));
   Put(d, c, out + j, a.accumulate);
 }
 
@@ -86,10 +92,12 @@ void MatMul(const MatMulArgs& a) {
     std::int64_t j = 0;
     for (; j + 2 * n <= a.cols; j += 2 * n) MatMul4x2(a, x, out, j);
     for (; j + n <= a.cols; j += n) {
-      for (std::int64_t r = 0; r < 4; ++r) MatMul1x1(d, a, x + r * a.x_stride, out + r * a.out_stride, j);
+      for (std::int64_t r = 0; r < 4; ++r)
+        MatMul1x1(d, a, x + r * a.x_stride, out + r * a.out_stride, j);
     }
     for (; j < a.cols; ++j) {
-      for (std::int64_t r = 0; r < 4; ++r) MatMul1x1(d1, a, x + r * a.x_stride, out + r * a.out_stride, j);
+      for (std::int64_t r = 0; r < 4; ++r)
+        MatMul1x1(d1, a, x + r * a.x_stride, out + r * a.out_stride, j);
     }
   }
   for (; t < a.rows; ++t) {
@@ -125,7 +133,8 @@ void Attend(const AttentionArgs& a) {
   tmp.resize(ln);
   for (std::int64_t t = 0; t < a.tokens; ++t) {
     pos[static_cast<std::size_t>(t)] = a.positions[t];
-    for (std::int64_t e = 0; e < hd; ++e) qt[static_cast<std::size_t>(e * n + t)] = a.q[t * a.q_stride + e] * a.scale;
+    for (std::int64_t e = 0; e < hd; ++e)
+      qt[static_cast<std::size_t>(e * n + t)] = a.q[t * a.q_stride + e] * a.scale;
   }
   const std::int64_t keys = std::int64_t{pmax} + 1;
   scores.resize(static_cast<std::size_t>(keys * n));
@@ -141,7 +150,8 @@ void Attend(const AttentionArgs& a) {
     std::int64_t e = 0;
     for (; e + 4 <= hd; e += 4) {
       const auto q0 = hn::LoadU(d, qt.data() + e * n), q1 = hn::LoadU(d, qt.data() + (e + 1) * n);
-      const auto q2 = hn::LoadU(d, qt.data() + (e + 2) * n), q3 = hn::LoadU(d, qt.data() + (e + 3) * n);
+      const auto q2 = hn::LoadU(d, qt.data() + (e + 2) * n),
+                 q3 = hn::LoadU(d, qt.data() + (e + 3) * n);
       for (std::int64_t j = jb; j < je; ++j) {
         const float* kp = a.k + j * a.k_stride + e;
         auto v = hn::Mul(q0, hn::Set(d, kp[0]));
@@ -163,7 +173,8 @@ void Attend(const AttentionArgs& a) {
     for (std::int64_t j = jb; j < je; ++j) {
       auto v = hn::LoadU(d, s + j * n);
       if (j > pmin) {
-        v = hn::IfThenElse(hn::RebindMask(d, hn::Lt(posv, hn::Set(di, static_cast<std::int32_t>(j)))), neg_inf, v);
+        v = hn::IfThenElse(
+            hn::RebindMask(d, hn::Lt(posv, hn::Set(di, static_cast<std::int32_t>(j)))), neg_inf, v);
         hn::StoreU(v, d, s + j * n);
       }
       m = hn::Max(m, v);
@@ -176,7 +187,9 @@ void Attend(const AttentionArgs& a) {
     const std::int64_t je = std::min(keys, jb + kBlock);
     for (std::int64_t j = jb; j < je; ++j) {
       auto p = hn::Exp(d, hn::Sub(hn::LoadU(d, s + j * n), m));
-      if (j > pmin) p = hn::IfThenZeroElse(hn::RebindMask(d, hn::Lt(posv, hn::Set(di, static_cast<std::int32_t>(j)))), p);
+      if (j > pmin)
+        p = hn::IfThenZeroElse(
+            hn::RebindMask(d, hn::Lt(posv, hn::Set(di, static_cast<std::int32_t>(j)))), p);
       hn::StoreU(p, d, s + j * n);
       sum = hn::Add(sum, p);
     }
@@ -184,7 +197,8 @@ void Attend(const AttentionArgs& a) {
     std::int64_t e = 0;
     for (; e + 4 <= hd; e += 4) {
       float* ap = acc.data() + e * n;
-      auto c0 = hn::LoadU(d, ap), c1 = hn::LoadU(d, ap + n), c2 = hn::LoadU(d, ap + 2 * n), c3 = hn::LoadU(d, ap + 3 * n);
+      auto c0 = hn::LoadU(d, ap), c1 = hn::LoadU(d, ap + n), c2 = hn::LoadU(d, ap + 2 * n),
+           c3 = hn::LoadU(d, ap + 3 * n);
       for (std::int64_t j = jb; j < je; ++j) {
         const auto p = hn::LoadU(d, s + j * n);
         const float* vp = a.v + j * a.v_stride + e;
@@ -208,7 +222,8 @@ void Attend(const AttentionArgs& a) {
   }
   for (std::int64_t e = 0; e < hd; ++e) {
     hn::StoreU(hn::Div(hn::LoadU(d, acc.data() + e * n), sum), d, tmp.data());
-    for (std::int64_t t = 0; t < a.tokens; ++t) a.out[t * a.out_stride + e] = tmp[static_cast<std::size_t>(t)];
+    for (std::int64_t t = 0; t < a.tokens; ++t)
+      a.out[t * a.out_stride + e] = tmp[static_cast<std::size_t>(t)];
   }
 }
 
@@ -226,7 +241,8 @@ void SiluMulKernel(float* gate, const float* up, std::int64_t count) {
   const D d;
   const std::int64_t n = static_cast<std::int64_t>(hn::Lanes(d));
   std::int64_t i = 0;
-  for (; i + n <= count; i += n) hn::StoreU(SiluMul(d, hn::LoadU(d, gate + i), hn::LoadU(d, up + i)), d, gate + i);
+  for (; i + n <= count; i += n)
+    hn::StoreU(SiluMul(d, hn::LoadU(d, gate + i), hn::LoadU(d, up + i)), d, gate + i);
   if (i < count) {  // the tail through a full vector, so every element gets the same operations
     thread_local std::vector<float> g, u;
     g.assign(static_cast<std::size_t>(n), 0.0f);
@@ -249,11 +265,13 @@ double LogSumExp(const float* x, std::int64_t count) {
   for (; i + n <= count; i += n) sum = hn::Add(sum, hn::Exp(d, hn::Sub(hn::LoadU(d, x + i), vm)));
   if (i < count) {
     thread_local std::vector<float> tail;
-    tail.assign(static_cast<std::size_t>(n), -std::numeric_limits<float>::infinity());  // exp gives 0
+    tail.assign(static_cast<std::size_t>(n),
+                -std::numeric_limits<float>::infinity());  // exp gives 0
     std::copy(x + i, x + count, tail.begin());
     sum = hn::Add(sum, hn::Exp(d, hn::Sub(hn::LoadU(d, tail.data()), vm)));
   }
-  return std::log(static_cast<double>(hn::GetLane(hn::SumOfLanes(d, sum)))) + static_cast<double>(mx);
+  return std::log(static_cast<double>(hn::GetLane(hn::SumOfLanes(d, sum)))) +
+         static_cast<double>(mx);
 }
 
 }  // namespace HWY_NAMESPACE
@@ -272,7 +290,9 @@ HWY_EXPORT(LogSumExp);
 void matmul(const MatMulArgs& args) { HWY_DYNAMIC_DISPATCH(MatMul)(args); }
 void attend(const AttentionArgs& args) { HWY_DYNAMIC_DISPATCH(Attend)(args); }
 std::int64_t attention_tile_tokens() { return HWY_DYNAMIC_DISPATCH(AttentionTileTokens)(); }
-void silu_mul(float* gate, const float* up, std::int64_t n) { HWY_DYNAMIC_DISPATCH(SiluMulKernel)(gate, up, n); }
+void silu_mul(float* gate, const float* up, std::int64_t n) {
+  HWY_DYNAMIC_DISPATCH(SiluMulKernel)(gate, up, n);
+}
 double log_sum_exp(const float* x, std::int64_t n) { return HWY_DYNAMIC_DISPATCH(LogSumExp)(x, n); }
 
 }  // namespace posenc::llama::detail

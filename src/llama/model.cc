@@ -6,15 +6,16 @@
 #include <cstring>
 #include <string>
 
-#include "file_bytes.h"
-#include "format.h"
-#include "posenc/error.h"
-#include "posenc/llama.h"
+#include "posenc/core/error.h"
+#include "posenc/llama/llama.h"
+#include "util/file_bytes.h"
+#include "util/format.h"
 
 namespace posenc::llama {
 namespace {
 
-static_assert(std::endian::native == std::endian::little, "the v1 format is little-endian; add byte swaps");
+static_assert(std::endian::native == std::endian::little,
+              "the v1 format is little-endian; add byte swaps");
 
 constexpr std::uint8_t kFormatVersion = 1;
 constexpr std::int64_t kVocabularyOffset = 256;  // the header is zero-padded up to here
@@ -24,7 +25,8 @@ constexpr std::int64_t kMaxDim = std::int64_t{1} << 20;
 
 class Reader {
  public:
-  Reader(std::span<const unsigned char> bytes, const std::string& name) : bytes_(bytes), name_(name) {}
+  Reader(std::span<const unsigned char> bytes, const std::string& name)
+      : bytes_(bytes), name_(name) {}
 
   [[noreturn]] void fail(std::int64_t offset, const std::string& what) const {
     throw Error("model file " + name_ + ": byte " + std::to_string(offset) + ": " + what);
@@ -35,8 +37,9 @@ class Reader {
 
   void need(std::int64_t count, const std::string& field) const {
     if (count > size() - offset_) {
-      fail(offset_, field + " needs " + std::to_string(count) + " bytes but the file ends at byte " +
-                        std::to_string(size()) + " (truncated?)");
+      fail(offset_, field + " needs " + std::to_string(count) +
+                        " bytes but the file ends at byte " + std::to_string(size()) +
+                        " (truncated?)");
     }
   }
   std::uint8_t u8(const std::string& field) {
@@ -59,7 +62,8 @@ class Reader {
   }
   std::string bytes(std::int64_t count, const std::string& field) {
     need(count, field);
-    std::string s(reinterpret_cast<const char*>(bytes_.data() + offset_), static_cast<std::size_t>(count));
+    std::string s(reinterpret_cast<const char*>(bytes_.data() + offset_),
+                  static_cast<std::size_t>(count));
     offset_ += count;
     return s;
   }
@@ -81,15 +85,18 @@ class Reader {
 // Byte 0: what eval and generate read, and what the file is instead when it is not.
 void check_version(const Reader& r, std::span<const unsigned char> start) {
   if (start.empty() || start[0] == kFormatVersion) return;
-  const std::string looks = posenc::detail::foreign_format(start.first(std::min(start.size(), posenc::detail::kStartBytes)));
-  r.fail(0, "format version (" + std::to_string(start[0]) + ") must be " + std::to_string(kFormatVersion) + ": " +
+  const std::string looks = posenc::detail::foreign_format(
+      start.first(std::min(start.size(), posenc::detail::kStartBytes)));
+  r.fail(0, "format version (" + std::to_string(start[0]) + ") must be " +
+                std::to_string(kFormatVersion) + ": " +
                 (looks.empty() ? "this is not" : "this is " + looks + ", not") +
                 " a llama2.c / llama2.ts v1 model file, the format eval and generate read (as "
                 "../shared/models/stories260K/tinystories_260k_v1.bin)");
 }
 
 // [count, rows, cols] row-major -> [count, cols, rows]: the forward pass reads W^T.
-std::vector<float> transpose(const std::vector<float>& w, std::int64_t count, std::int64_t rows, std::int64_t cols) {
+std::vector<float> transpose(const std::vector<float>& w, std::int64_t count, std::int64_t rows,
+                             std::int64_t cols) {
   std::vector<float> t(w.size());
   for (std::int64_t c = 0; c < count; ++c) {
     const float* src = w.data() + c * rows * cols;
@@ -126,14 +133,17 @@ Model Model::parse(std::span<const unsigned char> bytes, const std::string& name
   const std::string type = r.bytes(type_length, "model type");
   if (type != "llama") r.fail(5, "model type (\"" + type + "\") must be \"llama\"");
 
-  const char* names[] = {"hidden size", "intermediate size", "max sequence length", "vocabulary size",
-                         "layers", "query heads", "key/value heads"};
-  std::int64_t* fields[] = {&c.dim, &c.hidden_dim, &c.max_seq_len, &c.vocab_size, &c.layers, &c.heads, &c.kv_heads};
+  const char* names[] = {
+      "hidden size", "intermediate size", "max sequence length", "vocabulary size",
+      "layers",      "query heads",       "key/value heads"};
+  std::int64_t* fields[] = {&c.dim,    &c.hidden_dim, &c.max_seq_len, &c.vocab_size,
+                            &c.layers, &c.heads,      &c.kv_heads};
   for (int i = 0; i < 7; ++i) {
     const std::int64_t at = r.offset();
     const std::int32_t v = r.i32(names[i]);
     if (v < 1 || v > kMaxDim) {
-      r.fail(at, std::string(names[i]) + " (" + std::to_string(v) + ") must be in [1, " + std::to_string(kMaxDim) + "]");
+      r.fail(at, std::string(names[i]) + " (" + std::to_string(v) + ") must be in [1, " +
+                     std::to_string(kMaxDim) + "]");
     }
     *fields[i] = v;
   }
@@ -142,18 +152,21 @@ Model Model::parse(std::span<const unsigned char> bytes, const std::string& name
   if (tied > 1) r.fail(tied_at, "tied output flag (" + std::to_string(tied) + ") must be 0 or 1");
   c.tied_output = tied == 1;
   if (c.dim % c.heads != 0) {
-    r.fail(5 + type_length, "hidden size (" + std::to_string(c.dim) + ") must be divisible by the query heads (" +
+    r.fail(5 + type_length, "hidden size (" + std::to_string(c.dim) +
+                                ") must be divisible by the query heads (" +
                                 std::to_string(c.heads) + ")");
   }
   if (c.heads % c.kv_heads != 0) {
     r.fail(5 + type_length + 20, "query heads (" + std::to_string(c.heads) +
-                                     ") must be divisible by the key/value heads (" + std::to_string(c.kv_heads) + ")");
+                                     ") must be divisible by the key/value heads (" +
+                                     std::to_string(c.kv_heads) + ")");
   }
   if (c.head_dim() % 2 != 0) {
-    r.fail(5 + type_length, "head dim = hidden size / query heads (" + std::to_string(c.head_dim()) +
-                                ") must be even for RoPE");
+    r.fail(5 + type_length, "head dim = hidden size / query heads (" +
+                                std::to_string(c.head_dim()) + ") must be even for RoPE");
   }
-  if (r.offset() > kVocabularyOffset) r.fail(r.offset(), "the header runs past byte 256, where the vocabulary starts");
+  if (r.offset() > kVocabularyOffset)
+    r.fail(r.offset(), "the header runs past byte 256, where the vocabulary starts");
   for (std::int64_t i = r.offset(); i < kVocabularyOffset; ++i) {
     if (r.u8("header padding") != 0) r.fail(i, "header padding must be zero up to byte 256");
   }
@@ -163,16 +176,18 @@ Model Model::parse(std::span<const unsigned char> bytes, const std::string& name
   // would overflow int64; past the cap no file can match it.
   const auto weight_bytes = [&](auto x) {
     using T = decltype(x);
-    const T h = static_cast<T>(H), i = static_cast<T>(I), v = static_cast<T>(V), l = static_cast<T>(L), kv = static_cast<T>(KV);
-    return T{4} * (v * h + l * h + l * h * h + T{2} * l * kv * h + l * h * h + l * h + T{3} * l * i * h + h +
-                   (c.tied_output ? T{0} : v * h));
+    const T h = static_cast<T>(H), i = static_cast<T>(I), v = static_cast<T>(V),
+            l = static_cast<T>(L), kv = static_cast<T>(KV);
+    return T{4} * (v * h + l * h + l * h * h + T{2} * l * kv * h + l * h * h + l * h +
+                   T{3} * l * i * h + h + (c.tied_output ? T{0} : v * h));
   };
   const double expected_estimate = weight_bytes(0.0);
   if (expected_estimate > static_cast<double>(kMaxModelBytes)) {
-    r.fail(kVocabularyOffset, "the weights of this configuration (dim " + std::to_string(H) + ", hidden " +
-                                  std::to_string(I) + ", " + std::to_string(L) + " layers, vocabulary " +
-                                  std::to_string(V) + ") take about " + posenc::detail::num(expected_estimate) +
-                                  " bytes, more than " + posenc::detail::size_text(kMaxModelBytes) +
+    r.fail(kVocabularyOffset, "the weights of this configuration (dim " + std::to_string(H) +
+                                  ", hidden " + std::to_string(I) + ", " + std::to_string(L) +
+                                  " layers, vocabulary " + std::to_string(V) + ") take about " +
+                                  posenc::detail::num(expected_estimate) + " bytes, more than " +
+                                  posenc::detail::size_text(kMaxModelBytes) +
                                   ", the limit for a model file (kMaxModelBytes)");
   }
   // Each piece takes at least 8 bytes: reserve no more than the file can hold.
@@ -181,12 +196,15 @@ Model Model::parse(std::span<const unsigned char> bytes, const std::string& name
   pieces.reserve(static_cast<std::size_t>(std::min(c.vocab_size, (r.size() - r.offset()) / 8)));
   scores.reserve(pieces.capacity());
   for (std::int64_t i = 0; i < c.vocab_size; ++i) {
-    const std::string field = "vocabulary piece " + std::to_string(i) + " of " + std::to_string(c.vocab_size);
+    const std::string field =
+        "vocabulary piece " + std::to_string(i) + " of " + std::to_string(c.vocab_size);
     const std::int64_t at = r.offset();
     const float score = r.f32(field + ": score");
-    if (!std::isfinite(score)) r.fail(at, field + ": score (" + std::to_string(score) + ") must be finite");
+    if (!std::isfinite(score))
+      r.fail(at, field + ": score (" + std::to_string(score) + ") must be finite");
     const std::int32_t length = r.i32(field + ": length");
-    if (length < 0) r.fail(at + 4, field + ": length (" + std::to_string(length) + ") must not be negative");
+    if (length < 0)
+      r.fail(at + 4, field + ": length (" + std::to_string(length) + ") must not be negative");
     pieces.push_back(r.bytes(length, field + ": text"));
     scores.push_back(score);
   }
@@ -195,11 +213,13 @@ Model Model::parse(std::span<const unsigned char> bytes, const std::string& name
   const std::int64_t left = r.size() - r.offset();
   const std::int64_t expected = weight_bytes(std::int64_t{0});
   if (left != expected) {
-    r.fail(r.offset(), "the weights of this configuration (dim " + std::to_string(H) + ", hidden " + std::to_string(I) +
-                           ", " + std::to_string(L) + " layers, " + std::to_string(c.heads) + "/" +
-                           std::to_string(c.kv_heads) + " heads, vocabulary " + std::to_string(V) + (c.tied_output ? ", tied" : "") +
-                           ") take " + std::to_string(expected) + " bytes from here to the end of the file, but " +
-                           std::to_string(left) + " bytes are left" + (left < expected ? " (truncated?)" : ""));
+    r.fail(r.offset(), "the weights of this configuration (dim " + std::to_string(H) + ", hidden " +
+                           std::to_string(I) + ", " + std::to_string(L) + " layers, " +
+                           std::to_string(c.heads) + "/" + std::to_string(c.kv_heads) +
+                           " heads, vocabulary " + std::to_string(V) +
+                           (c.tied_output ? ", tied" : "") + ") take " + std::to_string(expected) +
+                           " bytes from here to the end of the file, but " + std::to_string(left) +
+                           " bytes are left" + (left < expected ? " (truncated?)" : ""));
   }
   Weights& w = m.weights_;
   w.embedding = r.floats(V * H, "embedding");

@@ -1,5 +1,5 @@
-// The perplexity protocols of posenc/perplexity.h.
-#include "posenc/perplexity.h"
+// The perplexity protocols of posenc/llama/perplexity.h.
+#include "posenc/llama/perplexity.h"
 
 #include <algorithm>
 #include <chrono>
@@ -8,10 +8,10 @@
 #include <string>
 #include <vector>
 
-#include "file_bytes.h"
 #include "llama/kernels.h"
-#include "posenc/error.h"
-#include "posenc/threads.h"
+#include "posenc/core/error.h"
+#include "posenc/core/threads.h"
+#include "util/file_bytes.h"
 
 namespace posenc::llama {
 namespace {
@@ -27,7 +27,8 @@ std::vector<Window> windows_of(std::int64_t count, const PerplexityOptions& o) {
   std::vector<Window> w;
   if (o.stride == 0) {
     const std::int64_t n = std::min(count / o.ctx, o.max_tokens / o.ctx);
-    for (std::int64_t i = 0; i < n; ++i) w.push_back({i * o.ctx, (i + 1) * o.ctx, o.ctx / 2, false});
+    for (std::int64_t i = 0; i < n; ++i)
+      w.push_back({i * o.ctx, (i + 1) * o.ctx, o.ctx / 2, false});
     return w;
   }
   const std::int64_t total = std::min(count, o.max_tokens);
@@ -46,28 +47,33 @@ std::vector<Window> windows_of(std::int64_t count, const PerplexityOptions& o) {
 
 std::string read_text(const std::filesystem::path& path) {
   const std::string name = path.string();
-  const posenc::detail::FileBytes file(path, {kMaxTextBytes, true, "a text", [&name](std::span<const std::uint8_t> start) {
-    const std::string looks = posenc::detail::foreign_format(start);
-    if (!looks.empty() && !looks.starts_with("JSON")) {
-      throw Error("cannot read " + name + ": this is " + looks + ", not a text");
-    }
-  }});
+  const posenc::detail::FileBytes file(
+      path, {kMaxTextBytes, true, "a text", [&name](std::span<const std::uint8_t> start) {
+               const std::string looks = posenc::detail::foreign_format(start);
+               if (!looks.empty() && !looks.starts_with("JSON")) {
+                 throw Error("cannot read " + name + ": this is " + looks + ", not a text");
+               }
+             }});
   const auto bytes = file.bytes();
   return std::string(reinterpret_cast<const char*>(bytes.data()), bytes.size());
 }
 
-PerplexityResult perplexity(const Model& model, const RopeSpec& rope, std::span<const std::int32_t> tokens,
-                            const PerplexityOptions& o) {
+PerplexityResult perplexity(const Model& model, const RopeSpec& rope,
+                            std::span<const std::int32_t> tokens, const PerplexityOptions& o) {
   check_threads(o.threads, "perplexity");
   if (o.ctx < 2) throw Error("perplexity: ctx (" + std::to_string(o.ctx) + ") must be at least 2");
   if (o.ctx > max_capacity(model.config())) {
     throw Error("perplexity: ctx (" + std::to_string(o.ctx) + ") must be at most " +
-                std::to_string(max_capacity(model.config())) + ", the KV cache's limit for this model (kMaxKvCacheBytes)");
+                std::to_string(max_capacity(model.config())) +
+                ", the KV cache's limit for this model (kMaxKvCacheBytes)");
   }
-  if (o.max_tokens < 0) throw Error("perplexity: max_tokens (" + std::to_string(o.max_tokens) + ") must not be negative");
+  if (o.max_tokens < 0)
+    throw Error("perplexity: max_tokens (" + std::to_string(o.max_tokens) +
+                ") must not be negative");
   if (o.stride < 0 || o.stride > o.ctx - 1) {
-    throw Error("perplexity: stride (" + std::to_string(o.stride) + ") must be in [0, ctx - 1] (ctx " +
-                std::to_string(o.ctx) + "; 0 means non-overlapping windows)");
+    throw Error("perplexity: stride (" + std::to_string(o.stride) +
+                ") must be in [0, ctx - 1] (ctx " + std::to_string(o.ctx) +
+                "; 0 means non-overlapping windows)");
   }
   const auto start = std::chrono::steady_clock::now();
   const std::int64_t vocab = model.config().vocab_size;
@@ -78,7 +84,11 @@ PerplexityResult perplexity(const Model& model, const RopeSpec& rope, std::span<
     r.perplexity = std::numeric_limits<double>::quiet_NaN();
     return r;
   }
-  Session session(model, {.rope = rope, .numerics = o.numerics, .capacity = o.ctx, .threads = o.threads, .step = o.step});
+  Session session(model, {.rope = rope,
+                          .numerics = o.numerics,
+                          .capacity = o.ctx,
+                          .threads = o.threads,
+                          .step = o.step});
   std::vector<std::int32_t> input;
   std::vector<float> logits;
   for (std::size_t i = 0; i < windows.size(); ++i) {
@@ -97,7 +107,8 @@ PerplexityResult perplexity(const Model& model, const RopeSpec& rope, std::span<
     r.rerotations += session.rerotations();
     for (std::int64_t p = w.first_scored; p < len; ++p) {
       const float* row = logits.data() + (p - 1 - first_logit) * vocab;
-      r.nll_sum += detail::log_sum_exp(row, vocab) - static_cast<double>(row[input[static_cast<std::size_t>(p)]]);
+      r.nll_sum += detail::log_sum_exp(row, vocab) -
+                   static_cast<double>(row[input[static_cast<std::size_t>(p)]]);
     }
     r.tokens_scored += len - w.first_scored;
     r.tokens_run += len;

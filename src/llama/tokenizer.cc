@@ -8,8 +8,8 @@
 #include <queue>
 #include <string>
 
-#include "posenc/error.h"
-#include "posenc/llama.h"
+#include "posenc/core/error.h"
+#include "posenc/llama/llama.h"
 
 namespace posenc::llama {
 namespace {
@@ -23,10 +23,14 @@ std::size_t code_point_length(std::string_view s, std::size_t i) {
   std::size_t n = 0;
   std::uint32_t cp = 0, min = 0;
   if (b0 < 0x80) return 1;
-  if ((b0 & 0xE0) == 0xC0) n = 2, cp = b0 & 0x1F, min = 0x80;
-  else if ((b0 & 0xF0) == 0xE0) n = 3, cp = b0 & 0x0F, min = 0x800;
-  else if ((b0 & 0xF8) == 0xF0) n = 4, cp = b0 & 0x07, min = 0x10000;
-  else return 1;
+  if ((b0 & 0xE0) == 0xC0)
+    n = 2, cp = b0 & 0x1F, min = 0x80;
+  else if ((b0 & 0xF0) == 0xE0)
+    n = 3, cp = b0 & 0x0F, min = 0x800;
+  else if ((b0 & 0xF8) == 0xF0)
+    n = 4, cp = b0 & 0x07, min = 0x10000;
+  else
+    return 1;
   if (i + n > s.size()) return 1;
   for (std::size_t k = 1; k < n; ++k) {
     const auto b = static_cast<unsigned char>(s[i + k]);
@@ -51,7 +55,8 @@ struct Tokenizer::Symbol {
 
 Tokenizer::Tokenizer(std::vector<std::string> pieces, std::vector<float> scores)
     : pieces_(std::move(pieces)), scores_(std::move(scores)) {
-  if (pieces_.size() != scores_.size()) throw Error("tokenizer: pieces and scores differ in number");
+  if (pieces_.size() != scores_.size())
+    throw Error("tokenizer: pieces and scores differ in number");
   mergeable_.assign(pieces_.size(), true);
   bos_ = eos_ = -1;
   std::fill(std::begin(byte_ids_), std::end(byte_ids_), -1);
@@ -60,7 +65,8 @@ Tokenizer::Tokenizer(std::vector<std::string> pieces, std::vector<float> scores)
     const auto id = static_cast<std::int32_t>(i);
     unsigned byte = 0;
     char tail = 0;
-    if (p.size() == 6 && std::sscanf(p.c_str(), "<0x%2X%c", &byte, &tail) == 2 && tail == '>' && byte < 256) {
+    if (p.size() == 6 && std::sscanf(p.c_str(), "<0x%2X%c", &byte, &tail) == 2 && tail == '>' &&
+        byte < 256) {
       byte_ids_[byte] = id;
       mergeable_[i] = false;
       continue;
@@ -91,7 +97,8 @@ std::int32_t Tokenizer::merge_id(std::string_view text) const {
 }
 
 // Steps 1 and 2 of the header: the space-mapped text in `work`, one symbol per code point.
-std::vector<Tokenizer::Symbol> Tokenizer::initial_symbols(std::string_view text, std::string& work) const {
+std::vector<Tokenizer::Symbol> Tokenizer::initial_symbols(std::string_view text,
+                                                          std::string& work) const {
   work.clear();
   if (text.empty()) return {};
   work.reserve(text.size() + 2 * std::count(text.begin(), text.end(), ' ') + kSpacePiece.size());
@@ -190,7 +197,8 @@ std::vector<std::int32_t> Tokenizer::encode(std::string_view text) const {
     const Symbol& b = sym[static_cast<std::size_t>(a.next)];
     if (!b.mergeable) return;
     const std::int32_t id = merge_id(w.substr(a.start, a.length + b.length));
-    if (id >= 0) queue.push({scores_[static_cast<std::size_t>(id)], a.start, left, a.length + b.length, id});
+    if (id >= 0)
+      queue.push({scores_[static_cast<std::size_t>(id)], a.start, left, a.length + b.length, id});
   };
   for (std::int64_t i = 0; i < count; ++i) push(i);
   std::vector<bool> dead(sym.size(), false);
@@ -217,7 +225,8 @@ std::vector<std::int32_t> Tokenizer::encode(std::string_view text) const {
 }
 
 std::string Tokenizer::decode(std::int32_t id) const {
-  if (id < 0 || id >= size()) throw Error("tokenizer: token id (" + std::to_string(id) + ") is out of range");
+  if (id < 0 || id >= size())
+    throw Error("tokenizer: token id (" + std::to_string(id) + ") is out of range");
   for (int b = 0; b < 256; ++b) {
     if (byte_ids_[b] == id) return std::string(1, static_cast<char>(b));
   }

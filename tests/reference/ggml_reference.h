@@ -1,13 +1,15 @@
 // tests/reference/ggml_reference.h: llama.cpp's CPU rope (ggml_rope_cache_init, rope_yarn,
 // rope_yarn_ramp, ggml_rope_yarn_corr_dims), emulated independently of src/ from its published
-// description (the comment of include/posenc/ggml.h, and ggml-cpu's ops):
+// description (the comment of include/posenc/core/ggml.h, and ggml-cpu's ops):
 //
 //   theta_scale = powf(freq_base, -2.0f / n_dims)
 //   corr_dim(b) = n_dims * logf(n_ctx_orig / (b * 2 * (float)M_PI)) / (2 * logf(freq_base))
-//   dims        = { max(0, floorf(corr_dim(beta_fast))), min(n_dims - 1,
-//   ceilf(corr_dim(beta_slow))) } theta       = (float)p, and per pair i: theta_extrap = theta /
-//   ff[i]; then theta *= theta_scale theta_interp = freq_scale * theta_extrap ext_factor != 0: ramp
-//   = 1 - min(1, max(0, (i - lo) / max(0.001f, hi - lo)));
+//   dims        = { max(0, floorf(corr_dim(beta_fast))),
+//                   min(n_dims - 1, ceilf(corr_dim(beta_slow))) }
+//   theta       = (float)p, and per pair i:
+//                    theta_extrap = theta / ff[i]; then theta *= theta_scale
+//                    theta_interp = freq_scale * theta_extrap
+//   ext_factor != 0: ramp = 1 - min(1, max(0, (i - lo) / max(0.001f, hi - lo)));
 //                    mix = ramp * ext_factor;
 //                    theta = theta_interp * (1 - mix) + theta_extrap * mix;
 //                    mscale *= 1.0f + 0.1f * logf(1.0f / freq_scale)

@@ -14,10 +14,13 @@ inline std::uint16_t ToBf16(float f) {
   const std::uint32_t u = std::bit_cast<std::uint32_t>(f);
   return static_cast<std::uint16_t>((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
 }
-inline float FromBf16(std::uint16_t h) { return std::bit_cast<float>(static_cast<std::uint32_t>(h) << 16); }
+inline float FromBf16(std::uint16_t h) {
+  return std::bit_cast<float>(static_cast<std::uint32_t>(h) << 16);
+}
 inline float FromF16(std::uint16_t h) {
   const int e = (h >> 10) & 0x1F, m = h & 0x3FF;
-  const float mag = e == 0 ? std::ldexp(static_cast<float>(m), -24) : std::ldexp(1.0f + m / 1024.0f, e - 15);
+  const float mag =
+      e == 0 ? std::ldexp(static_cast<float>(m), -24) : std::ldexp(1.0f + m / 1024.0f, e - 15);
   return (h & 0x8000) ? -mag : mag;
 }
 // float16 by arithmetic in double: scaling by a power of two is exact, and nearbyint rounds
@@ -27,7 +30,8 @@ inline std::uint16_t ToF16(float f) {
   const std::uint16_t sign = std::signbit(f) ? 0x8000 : 0;
   const int e = a == 0 ? -15 : std::max(std::ilogb(a), -14);
   const double steps = std::nearbyint(std::ldexp(a, 10 - e));  // multiples of the ulp at e
-  if (e == -14 && steps < 1024) return static_cast<std::uint16_t>(sign | static_cast<std::uint16_t>(steps));
+  if (e == -14 && steps < 1024)
+    return static_cast<std::uint16_t>(sign | static_cast<std::uint16_t>(steps));
   // steps is in [1024, 2048]; 2048 means the rounding carried into the next binade.
   const int exp = steps == 2048 ? e + 1 : e;
   const int mant = steps == 2048 ? 0 : static_cast<int>(steps) - 1024;

@@ -100,7 +100,8 @@ inline float DynamicBase(std::int64_t d, double base, double factor, std::int64_
   const float ratio = prod / Fl32(static_cast<double>(max_pos));
   const float arg = ratio - Fl32(factor - 1.0);
   const double e = static_cast<double>(d) / static_cast<double>(d - 2);
-  const float powered = static_cast<float>(std::pow(static_cast<long double>(arg), static_cast<long double>(e)));
+  const float powered =
+      static_cast<float>(std::pow(static_cast<long double>(arg), static_cast<long double>(e)));
   return Fl32(base) * powered;
 }
 

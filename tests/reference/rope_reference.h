@@ -88,7 +88,8 @@ inline std::vector<double> NtkInvFreq(std::int64_t d, double b, double s) {
 // Hunyuan's NTK alpha: the base becomes b * alpha^(D/(D-2)) (HunYuan's rotary embedding).
 inline long double NtkAlphaBaseL(std::int64_t d, double b, double alpha) {
   return static_cast<long double>(b) *
-         std::pow(static_cast<long double>(alpha), static_cast<long double>(d) / static_cast<long double>(d - 2));
+         std::pow(static_cast<long double>(alpha),
+                  static_cast<long double>(d) / static_cast<long double>(d - 2));
 }
 
 inline std::vector<double> NtkAlphaInvFreq(std::int64_t d, double b, double alpha) {

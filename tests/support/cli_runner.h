@@ -30,10 +30,11 @@ inline std::string slurp(const std::filesystem::path& p) {
 // names the scratch folder (one per test binary and process).
 inline CliRun run(const std::string& posenc, const std::string& args, const std::string& tag,
                   const std::string& env = "") {
-  const auto dir = std::filesystem::temp_directory_path() / (tag + "_" + std::to_string(::getpid()));
+  const auto dir =
+      std::filesystem::temp_directory_path() / (tag + "_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
-  const std::string cmd = (env.empty() ? "" : env + " ") + posenc + " " + args + " >" + (dir / "out").string() +
-                          " 2>" + (dir / "err").string();
+  const std::string cmd = (env.empty() ? "" : env + " ") + posenc + " " + args + " >" +
+                          (dir / "out").string() + " 2>" + (dir / "err").string();
   CliRun r;
   const int raw = std::system(cmd.c_str());
   r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;

@@ -4,8 +4,8 @@
 #include <string>
 #include <string_view>
 
-#include "posenc/config.h"
-#include "posenc/error.h"
+#include "posenc/core/error.h"
+#include "posenc/io/config.h"
 #include "support/error_of.h"
 #include "support/matchers.h"
 

@@ -8,7 +8,7 @@
 #include <string_view>
 #include <utility>
 
-#include "posenc/error.h"
+#include "posenc/core/error.h"
 
 namespace posenc::testing {
 
@@ -24,8 +24,10 @@ std::string error_of(F&& f) {
 }
 
 // Matches a message that names `field` and shows `value`.
-inline ::testing::Matcher<const std::string&> Names(std::string_view field, std::string_view value) {
-  return ::testing::AllOf(::testing::HasSubstr(std::string(field)), ::testing::HasSubstr(std::string(value)));
+inline ::testing::Matcher<const std::string&> Names(std::string_view field,
+                                                    std::string_view value) {
+  return ::testing::AllOf(::testing::HasSubstr(std::string(field)),
+                          ::testing::HasSubstr(std::string(value)));
 }
 
 }  // namespace posenc::testing

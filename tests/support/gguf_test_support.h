@@ -10,8 +10,8 @@
 #include <string_view>
 #include <vector>
 
-#include "posenc/error.h"
-#include "posenc/gguf.h"
+#include "posenc/core/error.h"
+#include "posenc/io/gguf.h"
 #include "support/config_test_support.h"
 #include "support/error_of.h"
 #include "support/gguf_writer.h"
@@ -30,7 +30,9 @@ inline std::string error_of(const std::vector<std::uint8_t>& bytes) {
   return error_of([&] { gguf_model(parse_gguf(bytes, "t.gguf")); });
 }
 
-inline GgufModel model_of(const std::vector<std::uint8_t>& bytes) { return gguf_model(parse_gguf(bytes, "t.gguf")); }
+inline GgufModel model_of(const std::vector<std::uint8_t>& bytes) {
+  return gguf_model(parse_gguf(bytes, "t.gguf"));
+}
 
 // The smallest Llama-like file: 8 heads of 8 dims.
 inline GgufWriter tiny_llama() {

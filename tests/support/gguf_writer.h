@@ -91,13 +91,15 @@ class GgufWriter {
     return *this;
   }
   // A pair with any type tag and any bytes after it.
-  GgufWriter& raw_kv(std::string_view key, std::uint32_t type, const std::vector<std::uint8_t>& bytes) {
+  GgufWriter& raw_kv(std::string_view key, std::uint32_t type,
+                     const std::vector<std::uint8_t>& bytes) {
     return kv(key, Value{type, bytes});
   }
 
   // A tensor; its offset is the next aligned one unless `offset` is given.
-  GgufWriter& tensor(std::string_view name, const std::vector<std::uint64_t>& ne, std::uint32_t ggml_type,
-                     const std::vector<std::uint8_t>& data, std::optional<std::uint64_t> offset = std::nullopt) {
+  GgufWriter& tensor(std::string_view name, const std::vector<std::uint64_t>& ne,
+                     std::uint32_t ggml_type, const std::vector<std::uint8_t>& data,
+                     std::optional<std::uint64_t> offset = std::nullopt) {
     tensors_.push_back({std::string(name), ne, ggml_type, data, offset});
     return *this;
   }
@@ -111,11 +113,26 @@ class GgufWriter {
     return tensor(name, {xs.size()}, 0, data);
   }
 
-  GgufWriter& magic(std::string_view m) { magic_ = std::string(m); return *this; }
-  GgufWriter& version(std::uint32_t v) { version_ = v; return *this; }
-  GgufWriter& kv_count(std::uint64_t n) { kv_count_override_ = n; return *this; }
-  GgufWriter& tensor_count(std::uint64_t n) { tensor_count_override_ = n; return *this; }
-  GgufWriter& alignment(std::uint64_t a) { alignment_ = a; return *this; }  // for the padding only
+  GgufWriter& magic(std::string_view m) {
+    magic_ = std::string(m);
+    return *this;
+  }
+  GgufWriter& version(std::uint32_t v) {
+    version_ = v;
+    return *this;
+  }
+  GgufWriter& kv_count(std::uint64_t n) {
+    kv_count_override_ = n;
+    return *this;
+  }
+  GgufWriter& tensor_count(std::uint64_t n) {
+    tensor_count_override_ = n;
+    return *this;
+  }
+  GgufWriter& alignment(std::uint64_t a) {
+    alignment_ = a;
+    return *this;
+  }  // for the padding only
 
   std::vector<std::uint8_t> bytes() const {
     std::vector<std::uint8_t> out(magic_.begin(), magic_.end());
@@ -160,7 +177,9 @@ class GgufWriter {
     std::optional<std::uint64_t> offset;
   };
 
-  std::uint64_t pad(std::uint64_t n) const { return (n + alignment_ - 1) / alignment_ * alignment_; }
+  std::uint64_t pad(std::uint64_t n) const {
+    return (n + alignment_ - 1) / alignment_ * alignment_;
+  }
 
   std::string magic_ = "GGUF";
   std::uint32_t version_;

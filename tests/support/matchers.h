@@ -10,8 +10,10 @@
 namespace posenc::testing {
 
 // A warning that contains both parts.
-inline ::testing::Matcher<const std::vector<std::string>&> HasWarning(std::string_view a, std::string_view b = "") {
-  return ::testing::Contains(::testing::AllOf(::testing::HasSubstr(std::string(a)), ::testing::HasSubstr(std::string(b))));
+inline ::testing::Matcher<const std::vector<std::string>&> HasWarning(std::string_view a,
+                                                                      std::string_view b = "") {
+  return ::testing::Contains(
+      ::testing::AllOf(::testing::HasSubstr(std::string(a)), ::testing::HasSubstr(std::string(b))));
 }
 
 }  // namespace posenc::testing

@@ -25,8 +25,8 @@
 #include <utility>
 #include <vector>
 
-#include "posenc/frequencies.h"
-#include "posenc/tensor.h"
+#include "posenc/core/frequencies.h"
+#include "posenc/rope/tensor.h"
 #include "reference/half_reference.h"
 #include "reference/rope_reference.h"
 #include "support/spec_builder.h"
@@ -49,19 +49,28 @@ struct Buffer {
   std::vector<std::uint8_t> bytes;
   Buffer(DType d, std::size_t n) : dtype(d), bytes(n * posenc::dtype_size(d)) {}
   float get(std::size_t i) const {
-    if (dtype == DType::kF32) { float f; std::memcpy(&f, &bytes[4 * i], 4); return f; }
-    std::uint16_t h; std::memcpy(&h, &bytes[2 * i], 2);
+    if (dtype == DType::kF32) {
+      float f;
+      std::memcpy(&f, &bytes[4 * i], 4);
+      return f;
+    }
+    std::uint16_t h;
+    std::memcpy(&h, &bytes[2 * i], 2);
     return dtype == DType::kBF16 ? posenc_ref::FromBf16(h) : posenc_ref::FromF16(h);
   }
   void set(std::size_t i, float v) {
-    if (dtype == DType::kF32) { std::memcpy(&bytes[4 * i], &v, 4); return; }
+    if (dtype == DType::kF32) {
+      std::memcpy(&bytes[4 * i], &v, 4);
+      return;
+    }
     const std::uint16_t h = dtype == DType::kBF16 ? posenc_ref::ToBf16(v) : posenc_ref::ToF16(v);
     std::memcpy(&bytes[2 * i], &h, 2);
   }
 };
 
 // Plain RoPE over `rotary_dim` dims of a `head_dim` head, from dim `offset`, in `layout`.
-inline posenc::RopeSpec Spec(std::int64_t head_dim, std::int64_t rotary_dim, std::int64_t offset, Layout layout) {
+inline posenc::RopeSpec Spec(std::int64_t head_dim, std::int64_t rotary_dim, std::int64_t offset,
+                             Layout layout) {
   posenc::RopeSpec s = make_spec(posenc::Method::kNone, head_dim);
   s.rotary_dim = rotary_dim;
   s.rotary_offset = offset;
@@ -77,13 +86,16 @@ inline posenc::RopeSpec YarnSpec(std::int64_t head_dim, Layout layout) {
 
 // Pair i's two dims within a head.
 inline std::pair<std::int64_t, std::int64_t> PairDims(const posenc::RopeSpec& s, std::int64_t i) {
-  if (s.layout == Layout::kHalfSplit) return {s.rotary_offset + i, s.rotary_offset + i + s.rotary_dim / 2};
+  if (s.layout == Layout::kHalfSplit)
+    return {s.rotary_offset + i, s.rotary_offset + i + s.rotary_dim / 2};
   return {s.rotary_offset + 2 * i, s.rotary_offset + 2 * i + 1};
 }
 
 // Checks `out` (from `in`) against the exact rotation; returns the number of elements checked.
-inline int CheckRotation(const posenc::Frequencies& f, const Buffer& in, const Buffer& out, std::int64_t tokens,
-                  std::int64_t heads, const std::vector<std::int64_t>& pos, bool inverse, const std::string& what) {
+inline int CheckRotation(const posenc::Frequencies& f, const Buffer& in, const Buffer& out,
+                         std::int64_t tokens, std::int64_t heads,
+                         const std::vector<std::int64_t>& pos, bool inverse,
+                         const std::string& what) {
   const posenc::RopeSpec& s = f.spec;
   const long double af = f.attention_factor;
   int checked = 0, failures = 0;
@@ -92,23 +104,27 @@ inline int CheckRotation(const posenc::Frequencies& f, const Buffer& in, const B
       const std::size_t base = static_cast<std::size_t>((t * heads + h) * s.head_dim);
       for (std::int64_t i = 0; i < s.rotary_dim / 2; ++i) {
         long double sn, cs;
-        posenc_ref::ExactSinCosL(pos[static_cast<std::size_t>(t)], f.inv_freq[static_cast<std::size_t>(i)], sn, cs);
+        posenc_ref::ExactSinCosL(pos[static_cast<std::size_t>(t)],
+                                 f.inv_freq[static_cast<std::size_t>(i)], sn, cs);
         if (inverse) sn = -sn;
         const auto [a, b] = PairDims(s, i);
-        const long double xa = in.get(base + static_cast<std::size_t>(a)), xb = in.get(base + static_cast<std::size_t>(b));
+        const long double xa = in.get(base + static_cast<std::size_t>(a)),
+                          xb = in.get(base + static_cast<std::size_t>(b));
         const long double ya = af * (xa * cs - xb * sn), yb = af * (xb * cs + xa * sn);
         const double norm = static_cast<double>(af * std::sqrt(xa * xa + xb * xb));
         for (auto [dim, exact] : {std::pair{a, ya}, std::pair{b, yb}}) {
           const double got = out.get(base + static_cast<std::size_t>(dim));
           const double err = std::abs(got - static_cast<double>(exact));
-          const double tol = in.dtype == DType::kF32 ? 4 * StorageUlp(DType::kF32, norm)
-                                                     : StorageUlp(in.dtype, std::abs(static_cast<double>(exact))) +
-                                                           2.5 * std::ldexp(norm, -24);
+          const double tol = in.dtype == DType::kF32
+                                 ? 4 * StorageUlp(DType::kF32, norm)
+                                 : StorageUlp(in.dtype, std::abs(static_cast<double>(exact))) +
+                                       2.5 * std::ldexp(norm, -24);
           ++checked;
           if (!(err <= tol) && failures++ < 5) {
-            ADD_FAILURE() << what << ": token " << t << " head " << h << " pair " << i << " dim " << dim
-                          << " position " << pos[static_cast<std::size_t>(t)] << ": got " << got << ", exact "
-                          << static_cast<double>(exact) << ", error " << err << " > " << tol;
+            ADD_FAILURE() << what << ": token " << t << " head " << h << " pair " << i << " dim "
+                          << dim << " position " << pos[static_cast<std::size_t>(t)] << ": got "
+                          << got << ", exact " << static_cast<double>(exact) << ", error " << err
+                          << " > " << tol;
           }
         }
       }
@@ -116,7 +132,8 @@ inline int CheckRotation(const posenc::Frequencies& f, const Buffer& in, const B
       for (std::int64_t d = 0; d < s.head_dim; ++d) {
         if (d >= s.rotary_offset && d < s.rotary_offset + s.rotary_dim) continue;
         const std::size_t k = (base + static_cast<std::size_t>(d)) * posenc::dtype_size(in.dtype);
-        if (std::memcmp(&in.bytes[k], &out.bytes[k], posenc::dtype_size(in.dtype)) != 0 && failures++ < 5) {
+        if (std::memcmp(&in.bytes[k], &out.bytes[k], posenc::dtype_size(in.dtype)) != 0 &&
+            failures++ < 5) {
           ADD_FAILURE() << what << ": dim " << d << " outside the rotary range changed";
         }
       }

@@ -10,7 +10,7 @@
 
 #include <gtest/gtest.h>
 
-#include "posenc/targets.h"
+#include "posenc/rope/targets.h"
 
 namespace posenc_test {
 
@@ -45,8 +45,8 @@ inline std::int64_t FloatLanes(const std::string& target) {
 // Highway-style sizes around the lane count N: 1, 3, N/2, N-1, N, N+1, 2N-1, 2N+1, 3N + N/2.
 inline std::vector<std::int64_t> AwkwardCounts(std::int64_t lanes) {
   std::vector<std::int64_t> out;
-  for (std::int64_t n : {std::int64_t{1}, std::int64_t{3}, lanes / 2, lanes - 1, lanes, lanes + 1, 2 * lanes - 1,
-                         2 * lanes + 1, 3 * lanes + lanes / 2}) {
+  for (std::int64_t n : {std::int64_t{1}, std::int64_t{3}, lanes / 2, lanes - 1, lanes, lanes + 1,
+                         2 * lanes - 1, 2 * lanes + 1, 3 * lanes + lanes / 2}) {
     if (n >= 1 && std::find(out.begin(), out.end(), n) == out.end()) out.push_back(n);
   }
   return out;

@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "posenc/spec.h"
+#include "posenc/core/spec.h"
 #include "reference/hf_float32_reference.h"
 #include "reference/rope_reference.h"
 
@@ -89,8 +89,9 @@ inline PreciseResult PreciseReference(const posenc::RopeSpec& spec, std::int64_t
       r.base = static_cast<double>(posenc_ref::NtkAlphaBaseL(d, b, spec.alpha));
       r.interpolation_weight.resize(r.inv_freq.size());
       for (std::size_t i = 0; i < r.inv_freq.size(); ++i) {
-        r.interpolation_weight[i] =
-            spec.alpha > 1.0 ? 2.0 * static_cast<double>(i) / static_cast<double>(d - 2) : kUndefined;
+        r.interpolation_weight[i] = spec.alpha > 1.0
+                                        ? 2.0 * static_cast<double>(i) / static_cast<double>(d - 2)
+                                        : kUndefined;
       }
       break;
     }

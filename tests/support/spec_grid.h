@@ -13,7 +13,7 @@
 #include <optional>
 #include <vector>
 
-#include "posenc/spec.h"
+#include "posenc/core/spec.h"
 #include "support/spec_builder.h"
 
 namespace posenc_test {

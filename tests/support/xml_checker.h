@@ -52,13 +52,16 @@ class XmlChecker {
   }
   bool starts(std::string_view t) const { return s_.substr(pos_, t.size()) == t; }
   void skip_ws() {
-    while (pos_ < s_.size() && (s_[pos_] == ' ' || s_[pos_] == '\t' || s_[pos_] == '\n' || s_[pos_] == '\r')) ++pos_;
+    while (pos_ < s_.size() &&
+           (s_[pos_] == ' ' || s_[pos_] == '\t' || s_[pos_] == '\n' || s_[pos_] == '\r'))
+      ++pos_;
   }
   void comment() {
     pos_ += 4;
     const auto end = s_.find("-->", pos_);
     if (end == std::string_view::npos) fail("unterminated comment");
-    if (s_.substr(pos_, end - pos_).find("--") != std::string_view::npos) fail("'--' inside a comment");
+    if (s_.substr(pos_, end - pos_).find("--") != std::string_view::npos)
+      fail("'--' inside a comment");
     pos_ = end + 3;
   }
   // Whitespace, comments and (before the root only) the XML declaration.
@@ -78,7 +81,9 @@ class XmlChecker {
       }
     }
   }
-  static bool name_start(char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_' || c == ':'; }
+  static bool name_start(char c) {
+    return std::isalpha(static_cast<unsigned char>(c)) || c == '_' || c == ':';
+  }
   static bool name_char(char c) {
     return name_start(c) || std::isdigit(static_cast<unsigned char>(c)) || c == '-' || c == '.';
   }
@@ -107,7 +112,8 @@ class XmlChecker {
           const std::string_view digits = ref.substr(hex ? 2 : 1);
           if (digits.empty()) fail("empty character reference");
           for (char d : digits) {
-            if (!(hex ? std::isxdigit(static_cast<unsigned char>(d)) : std::isdigit(static_cast<unsigned char>(d)))) {
+            if (!(hex ? std::isxdigit(static_cast<unsigned char>(d))
+                      : std::isdigit(static_cast<unsigned char>(d)))) {
               fail("bad character reference &" + std::string(ref) + ";");
             }
           }
@@ -117,7 +123,8 @@ class XmlChecker {
         }
         pos_ = end + 1;
       } else {
-        if (static_cast<unsigned char>(c) < 0x20 && c != '\t' && c != '\n' && c != '\r') fail("control character");
+        if (static_cast<unsigned char>(c) < 0x20 && c != '\t' && c != '\n' && c != '\r')
+          fail("control character");
         out += c;
         ++pos_;
       }
@@ -148,7 +155,8 @@ class XmlChecker {
       if (pos_ >= s_.size() || s_[pos_] != '=') fail("attribute " + attr + " has no '='");
       ++pos_;
       skip_ws();
-      if (pos_ >= s_.size() || (s_[pos_] != '"' && s_[pos_] != '\'')) fail("attribute " + attr + " is not quoted");
+      if (pos_ >= s_.size() || (s_[pos_] != '"' && s_[pos_] != '\''))
+        fail("attribute " + attr + " is not quoted");
       const char quote = s_[pos_++];
       std::string value = chars(quote);
       if (pos_ >= s_.size()) fail("unterminated attribute value");

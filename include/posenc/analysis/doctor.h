@@ -1,0 +1,44 @@
+// posenc/analysis/doctor.h: the known pitfalls of a model's RoPE across engines, each with what to do.
+//
+// diagnose() runs every check on a parsed config and returns one Finding per pitfall it finds.
+// The numbers in each finding are computed for the model at hand (pairs that differ, angle
+// errors, attention factors per engine), with the engines' rules from posenc/analysis/engines.h.
+//
+//   id                          fires when
+//   integer-factor              the config writes factor as an integer (transformers warns)
+//   factor-mismatch             yarn's factor disagrees with max_position_embeddings / original
+//   missing-original-context    original_max_position_embeddings was inferred, not given
+//   attention-factor-engines    yarn/longrope sets attention_factor, mscale or mscale_all_dim, or
+//                               the engines' attention factors / softmax multipliers disagree
+//   truncate-ignored            yarn with truncate: false (llama.cpp floors and ceils anyway)
+//   partial-rotary              fewer dims rotated than the head has, or a partial_rotary_factor
+//                               that only some engines apply
+//   dynamic-kv-cache            dynamic NTK or dynamic YaRN: frequencies change under a KV cache
+//   longrope-switch             LongRoPE's short/long switch at the original context
+//   half-precision-table        always: cos/sin rounded to fp16/bf16 near the extended context
+//   engine-unsupported          an engine cannot run the method as the model asks
+//
+// Example (DeepSeek-V3): integer-factor (info), attention-factor-engines (info: every engine
+// uses 1 and a softmax multiplier of 1.8739), half-precision-table (info).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "posenc/io/config.h"
+
+namespace posenc {
+
+struct Finding {
+  std::string id;        // stable identifier, e.g. "truncate-ignored"
+  std::string severity;  // "error" | "warning" | "info"
+  std::string title;     // one line
+  std::string detail;    // what happens, in which engine, with the numbers for this model
+  std::string advice;    // what to do
+};
+
+// Every check against `config` (its spec, model_type and parse warnings). Findings come in the
+// order of the table above. Throws Error only when the spec itself is invalid.
+std::vector<Finding> diagnose(const ModelConfig& config);
+
+}  // namespace posenc

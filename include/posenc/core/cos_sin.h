@@ -1,0 +1,31 @@
+// posenc/core/cos_sin.h: cos and sin of the rotation angle at one position, per numeric convention.
+//
+//   kPrecise: angle = p * w_i formed exactly as a double-double product (FMA), reduced to
+//             [-pi/4, pi/4] around a multiple of pi/2 with a three-part pi/2 (Cody-Waite), kept
+//             as a double-double remainder, then cos/sin in double. The result is the cos/sin of
+//             the exact product of p and the double w_i, within about an ulp of double, for any
+//             |p| < 2^31; rounding it once to float32 gives the correctly rounded value in all
+//             but the rarest ties.
+//   kHf:      angle = fl32(fl32(p) * fl32(w_i)); cos, sin rounded to float32 from the float32
+//             angle; times fl32(attention_factor), rounded again.
+//   kGgml:    the running product of ggml_rope_cache_init from theta = (float)p (ggml.h).
+// Every result carries the attention factor. kHf and kGgml values are float32 widened exactly.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "posenc/core/frequencies.h"
+
+namespace posenc {
+
+// Fills cos_out[i] and sin_out[i], i in [0, freqs.pair_count()), at `position`.
+// Precondition: both spans hold at least pair_count() entries (else throws Error).
+void cos_sin_at(const Frequencies& freqs, std::int64_t position, std::span<double> cos_out,
+                std::span<double> sin_out);
+
+// sin and cos of position * omega, with the product formed exactly and reduced exactly
+// (see kPrecise above). The building block of kPrecise tables and of the sinusoidal encoding.
+void exact_sincos(std::int64_t position, double omega, double& sin_out, double& cos_out);
+
+}  // namespace posenc

@@ -1,0 +1,104 @@
+// cos/sin of the rotation angle at one position, per numeric convention (cos_sin.h).
+#include "posenc/core/cos_sin.h"
+
+#include <cmath>
+#include <string>
+
+#include "core/ggml_model.h"
+#include "posenc/core/error.h"
+
+namespace posenc {
+namespace {
+
+// pi/2 as the unevaluated sum of three doubles (Cody-Waite): kHalfPi1 is pi/2 rounded to double,
+// kHalfPi2 the rounding error of that, kHalfPi3 the error of the pair. Together ~160 bits of
+// pi/2, enough to reduce any angle below 2^31 without losing a bit of the remainder.
+constexpr double kHalfPi1 = 1.570796326794896558e+00;
+constexpr double kHalfPi2 = 6.123233995736766036e-17;
+constexpr double kHalfPi3 = -1.497384904859169833e-33;
+constexpr double kTwoOverPi = 0.63661977236758134308;
+
+}  // namespace
+
+void exact_sincos(std::int64_t position, double omega, double& sin_out, double& cos_out) {
+  // p * omega = hi + lo exactly (|p| < 2^53 converts exactly; FMA recovers the product's error).
+  const double p = static_cast<double>(position);
+  const double hi = p * omega;
+  const double lo = std::fma(p, omega, -hi);
+  // Reduce to r in [-pi/4, pi/4] around the nearest multiple k of pi/2. With t_hi + t_lo =
+  // k * kHalfPi1 exactly, hi - t_hi is exact by Sterbenz's lemma (hi lies within k pi/2 +- pi/4,
+  // so t_hi / hi is in [2/3, 2] for |k| >= 1). The remaining terms are tiny; their rounding errors
+  // are below 1e-22 for |k| < 2^31, so r = r_hi + r_lo is known far beyond double precision.
+  const double k = std::nearbyint(hi * kTwoOverPi);
+  const double t_hi = k * kHalfPi1;
+  const double t_lo = std::fma(k, kHalfPi1, -t_hi);
+  const double head = hi - t_hi;
+  const double tail = lo - t_lo - k * kHalfPi2 - k * kHalfPi3;
+  // TwoSum (Knuth): r_hi + r_lo == head + tail exactly, whichever is larger.
+  const double r_hi = head + tail;
+  const double b = r_hi - head;
+  const double r_lo = (head - (r_hi - b)) + (tail - b);
+  // sin(r_hi + r_lo) = sin r_hi + r_lo cos r_hi (r_lo^2 is below 1e-32).
+  const double s = std::sin(r_hi) + r_lo * std::cos(r_hi);
+  const double c = std::cos(r_hi) - r_lo * std::sin(r_hi);
+  switch (static_cast<std::int64_t>(k) & 3) {
+    case 0:
+      sin_out = s;
+      cos_out = c;
+      break;
+    case 1:
+      sin_out = c;
+      cos_out = -s;
+      break;
+    case 2:
+      sin_out = -s;
+      cos_out = -c;
+      break;
+    default:
+      sin_out = -c;
+      cos_out = s;
+      break;
+  }
+}
+
+void cos_sin_at(const Frequencies& freqs, std::int64_t position, std::span<double> cos_out,
+                std::span<double> sin_out) {
+  const std::size_t n = freqs.inv_freq.size();
+  if (cos_out.size() < n || sin_out.size() < n) {
+    throw Error("cos_sin_at: output spans (" + std::to_string(cos_out.size()) + ", " +
+                std::to_string(sin_out.size()) + ") must hold pair_count (" + std::to_string(n) +
+                ") entries");
+  }
+  switch (freqs.numerics) {
+    case Numerics::kPrecise: {
+      const double af = freqs.attention_factor;
+      for (std::size_t i = 0; i < n; ++i) {
+        double s, c;
+        exact_sincos(position, freqs.inv_freq[i], s, c);
+        cos_out[i] = c * af;
+        sin_out[i] = s * af;
+      }
+      return;
+    }
+    case Numerics::kHf: {
+      // transformers: freqs = inv_freq.float() @ position_ids.float(); cos = emb.cos() * scaling.
+      const float p = static_cast<float>(position);
+      const float af = static_cast<float>(freqs.attention_factor);
+      for (std::size_t i = 0; i < n; ++i) {
+        const float angle = static_cast<float>(freqs.inv_freq[i]) * p;
+        const float c = static_cast<float>(std::cos(static_cast<double>(angle)));
+        const float s = static_cast<float>(std::sin(static_cast<double>(angle)));
+        cos_out[i] = c * af;
+        sin_out[i] = s * af;
+      }
+      return;
+    }
+    case Numerics::kGgml: {
+      if (!freqs.ggml) throw Error("cos_sin_at: ggml numerics without ggml parameters");
+      detail::ggml_cos_sin(*freqs.ggml, position, cos_out.data(), sin_out.data());
+      return;
+    }
+  }
+}
+
+}  // namespace posenc

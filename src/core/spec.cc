@@ -1,0 +1,467 @@
+// RopeSpec: method names and validation (docs/design.md §3 and §6).
+#include "posenc/core/spec.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numbers>
+#include <string>
+#include <utility>
+
+#include "core/methods.h"
+#include "posenc/core/error.h"
+#include "posenc/core/frequencies.h"
+#include "util/format.h"
+
+namespace posenc {
+namespace {
+
+using detail::num;
+
+bool finite_positive(double v) { return std::isfinite(v) && v > 0; }
+
+// The hf and ggml numerics round every parameter to float32 (docs/design.md §4). A double rounds to a
+// finite float below 2^128 - 2^103 (FLT_MAX plus half its ulp; the tie goes to the even 2^128).
+constexpr double kFloat32Overflow = 0x1p128 - 0x1p103;
+constexpr double kFloat32Min = 0x1p-126;  // FLT_MIN: a smaller divisor makes 1/x overflow
+constexpr const char* kFloat32Range = "(must be within float32's range, 1.2e-38 .. 3.4e38)";
+
+bool fits_float32(double v) { return std::abs(v) < kFloat32Overflow; }
+
+// check_longrope words its own factor checks (its factor below 1 turns the attention factor off).
+bool uses_factor(Method m) {
+  return method_info(m).reads_param(kParamFactor) && m != Method::kLongrope;
+}
+
+// Collects the checks of one spec; `fail` throws with the method's name in front.
+class Checker {
+ public:
+  explicit Checker(const RopeSpec& spec) : prefix_(method_name(spec)) {}
+
+  [[noreturn]] void fail(const std::string& what) const { throw Error(prefix_ + ": " + what); }
+  void warn(const std::string& what) { warnings_.push_back(prefix_ + ": " + what); }
+
+  void positive(std::string_view field, double v) {
+    if (!finite_positive(v))
+      fail(std::string(field) + " (" + num(v) + ") must be a finite number greater than 0");
+  }
+  void positive_int(std::string_view field, std::int64_t v) {
+    if (v <= 0)
+      fail(std::string(field) + " (" + std::to_string(v) + ") must be a positive integer");
+  }
+  void finite(std::string_view field, double v) {
+    if (!std::isfinite(v)) fail(std::string(field) + " (" + num(v) + ") must be a finite number");
+  }
+  // After positive(): a divisor, base or multiplier that must stay a normal float32.
+  void float32_positive(std::string_view field, double v) {
+    if (!(v >= kFloat32Min && fits_float32(v))) {
+      fail(std::string(field) + " (" + num(v) + ") does not survive rounding to float32 " +
+           kFloat32Range);
+    }
+  }
+  // After finite(): a value that may be 0 or negative, used as a float32.
+  void float32_finite(std::string_view field, double v) {
+    if (!fits_float32(v)) {
+      fail(std::string(field) + " (" + num(v) + ") overflows float32 " + kFloat32Range);
+    }
+  }
+
+  std::vector<std::string> take_warnings() { return std::move(warnings_); }
+
+ private:
+  std::string prefix_;
+  std::vector<std::string> warnings_;
+};
+
+// No model comes near this; a bound keeps a typo (or a fuzzer) from asking for terabytes.
+constexpr std::int64_t kMaxHeadDim = 65536;
+
+void check_dims(const RopeSpec& s, Checker& c) {
+  c.positive_int("head_dim", s.head_dim);
+  if (s.head_dim > kMaxHeadDim) {
+    c.fail("head_dim (" + std::to_string(s.head_dim) + ") must be at most " +
+           std::to_string(kMaxHeadDim));
+  }
+  if (s.rotary_dim <= 0 || s.rotary_dim % 2 != 0) {
+    c.fail("rotary_dim (" + std::to_string(s.rotary_dim) + ") must be a positive even number");
+  }
+  if (s.rotary_offset < 0) {
+    c.fail("rotary_offset (" + std::to_string(s.rotary_offset) + ") must not be negative");
+  }
+  if (s.rotary_dim > s.head_dim - s.rotary_offset) {  // rotary_offset + rotary_dim > head_dim
+    c.fail("rotary_offset + rotary_dim (" + std::to_string(s.rotary_offset) + " + " +
+           std::to_string(s.rotary_dim) + ") must not exceed head_dim (" +
+           std::to_string(s.head_dim) + ")");
+  }
+  if (!(std::isfinite(s.rope_theta) && s.rope_theta > 1)) {
+    c.fail("rope_theta (" + num(s.rope_theta) + ") must be a finite number greater than 1");
+  }
+  c.float32_positive("rope_theta", s.rope_theta);
+  if (static_cast<float>(s.rope_theta) == 1.0f) {  // ggml's ramp divides by ln(freq_base)
+    c.fail("rope_theta (" + num(s.rope_theta) + ") rounds to 1 in float32; it must be at least " +
+           num(static_cast<double>(std::nextafter(1.0f, 2.0f))));
+  }
+  if (s.max_position_embeddings < 0) {
+    c.positive_int("max_position_embeddings", s.max_position_embeddings);
+  }
+  if (s.original_max_position_embeddings < 0) {
+    c.positive_int("original_max_position_embeddings", s.original_max_position_embeddings);
+  }
+  // Contexts are counted in int64 and positions in float: keep s * L far from overflow.
+  if (std::isfinite(s.factor) &&
+      s.factor * static_cast<double>(s.original_max_position_embeddings) > 0x1p53) {
+    c.fail("factor (" + num(s.factor) + ") times original_max_position_embeddings (" +
+           std::to_string(s.original_max_position_embeddings) + ") exceeds 2^53 positions");
+  }
+}
+
+void check_factor(const RopeSpec& s, Checker& c) {
+  c.positive("factor", s.factor);
+  c.float32_positive("factor", s.factor);
+  if (s.factor < 1) {
+    c.warn("factor (" + num(s.factor) +
+           ") is below 1: positions are compressed rather than the context extended "
+           "(transformers expects a float >= 1)");
+  }
+}
+
+// The attention factor g(s, mscale) / g(s, mscale_all_dim) and DeepSeek's softmax multiplier
+// g(s, mscale_all_dim)^2, g(s, m) = 0.1 m ln s + 1, at the scale the spec asks for (dynamic-yarn:
+// its extended context; compute_frequencies checks each other length).
+void check_yarn_scalars(const RopeSpec& s, Checker& c) {
+  const YarnParams& y = s.yarn;
+  double scale = s.factor;
+  if (s.method == Method::kDynamicYarn) {
+    scale = detail::dynamic_yarn_scale(s, extended_context(s));
+  }
+  const std::string at = "at scale " + num(scale);
+  auto g_positive = [&](const char* field, double m) {
+    const double g = yarn_mscale(scale, m);
+    if (!(g > 0 && fits_float32(g))) {
+      c.fail(std::string(field) + " (" + num(m) + ") gives " + at + " g = 0.1 * " + field +
+             " * ln(" + num(scale) + ") + 1 = " + num(g) +
+             "; it must be a finite number greater than 0 " + kFloat32Range);
+    }
+    return g;
+  };
+  const bool mscale_ratio = !y.attention_factor && y.mscale && y.mscale_all_dim &&
+                            *y.mscale != 0.0 && *y.mscale_all_dim != 0.0;
+  if (y.mscale_all_dim && *y.mscale_all_dim != 0.0) {
+    const double g = g_positive("mscale_all_dim", *y.mscale_all_dim);
+    if (!(g * g >= kFloat32Min && fits_float32(g * g))) {
+      c.fail("mscale_all_dim (" + num(*y.mscale_all_dim) + ") gives " + at +
+             " the softmax-scale multiplier " + num(g) + "^2 = " + num(g * g) +
+             ", outside float32 " + kFloat32Range);
+    }
+  }
+  if (mscale_ratio) {
+    g_positive("mscale", *y.mscale);
+    const double a = detail::yarn_attention_factor(y, scale);
+    if (!(a >= kFloat32Min && fits_float32(a))) {
+      c.fail("mscale (" + num(*y.mscale) + ") and mscale_all_dim (" + num(*y.mscale_all_dim) +
+             ") give " + at + " the attention factor " + num(a) + ", outside float32 " +
+             kFloat32Range);
+    }
+  }
+}
+
+// The correction range of the pair-index ramp as methods.cc computes it. Once clamped to
+// [0, D-1] it can come out inverted (low above high): transformers' ramp then divides by the
+// negative span while llama.cpp's divides by max(0.001, high - low), and neither is a ramp.
+void check_correction_range(const RopeSpec& s, Checker& c) {
+  const YarnParams& y = s.yarn;
+  const double dim = static_cast<double>(s.rotary_dim);
+  const double L = static_cast<double>(s.original_max_position_embeddings);
+  auto correction_dim = [&](double rotations) {
+    return dim * std::log(L / (rotations * 2.0 * std::numbers::pi)) /
+           (2.0 * std::log(s.rope_theta));
+  };
+  double lo = correction_dim(y.beta_fast);
+  double hi = correction_dim(y.beta_slow);
+  if (y.truncate) {
+    lo = std::floor(lo);
+    hi = std::ceil(hi);
+  }
+  if (std::max(lo, 0.0) > std::min(hi, dim - 1.0)) {
+    c.warn("beta_fast (" + num(y.beta_fast) + ") and beta_slow (" + num(y.beta_slow) +
+           ") give the correction range " + num(lo) + " .. " + num(hi) +
+           ", inverted once clamped to 0 .. " + num(dim - 1.0) + " (rotary_dim " +
+           std::to_string(s.rotary_dim) + ", rope_theta " + num(s.rope_theta) +
+           ", original_max_position_embeddings " +
+           std::to_string(s.original_max_position_embeddings) +
+           "): there is no ramp, and transformers and llama.cpp resolve it differently");
+  }
+}
+
+void check_yarn(const RopeSpec& s, Checker& c) {
+  const YarnParams& y = s.yarn;
+  c.positive_int("original_max_position_embeddings", s.original_max_position_embeddings);
+  c.finite("beta_fast", y.beta_fast);
+  c.positive("beta_slow", y.beta_slow);
+  if (!(y.beta_fast > y.beta_slow)) {
+    c.fail("beta_fast (" + num(y.beta_fast) + ") must be greater than beta_slow (" +
+           num(y.beta_slow) + ")");
+  }
+  c.float32_positive("beta_fast", y.beta_fast);
+  c.float32_positive("beta_slow", y.beta_slow);
+  if (y.attention_factor) {
+    c.positive("attention_factor", *y.attention_factor);
+    c.float32_positive("attention_factor", *y.attention_factor);
+  }
+  if (y.mscale) {
+    c.finite("mscale", *y.mscale);
+    c.float32_finite("mscale", *y.mscale);
+  }
+  if (y.mscale_all_dim) {
+    c.finite("mscale_all_dim", *y.mscale_all_dim);
+    c.float32_finite("mscale_all_dim", *y.mscale_all_dim);
+  }
+  c.finite("extrapolation_factor", y.extrapolation_factor);
+  c.float32_finite("extrapolation_factor", y.extrapolation_factor);
+  check_yarn_scalars(s, c);
+  if (y.ramp == YarnRamp::kPairIndex) check_correction_range(s, c);
+  if (y.extrapolation_factor < 0 || y.extrapolation_factor > 1) {
+    c.warn("extrapolation_factor (" + num(y.extrapolation_factor) +
+           ") is outside [0, 1]: the ramp then overshoots the unscaled frequencies");
+  }
+  if (s.method == Method::kYarn && s.max_position_embeddings > 0) {
+    const double implicit = static_cast<double>(s.max_position_embeddings) /
+                            static_cast<double>(s.original_max_position_embeddings);
+    if (implicit != s.factor && implicit != 1.0) {
+      c.warn("factor (" + num(s.factor) +
+             ") differs from max_position_embeddings / original_max_position_embeddings (" +
+             std::to_string(s.max_position_embeddings) + " / " +
+             std::to_string(s.original_max_position_embeddings) + " = " + num(implicit) +
+             "); the explicit factor is used");
+    }
+  }
+}
+
+void check_llama3(const RopeSpec& s, Checker& c) {
+  c.positive_int("original_max_position_embeddings", s.original_max_position_embeddings);
+  c.positive("low_freq_factor", s.llama3.low_freq_factor);
+  c.positive("high_freq_factor", s.llama3.high_freq_factor);
+  c.float32_positive("low_freq_factor", s.llama3.low_freq_factor);
+  c.float32_positive("high_freq_factor", s.llama3.high_freq_factor);
+  if (!(s.llama3.high_freq_factor > s.llama3.low_freq_factor)) {
+    c.fail("high_freq_factor (" + num(s.llama3.high_freq_factor) +
+           ") must be greater than low_freq_factor (" + num(s.llama3.low_freq_factor) + ")");
+  }
+  if (s.max_position_embeddings > 0 &&
+      s.original_max_position_embeddings >= s.max_position_embeddings) {
+    c.warn("original_max_position_embeddings (" +
+           std::to_string(s.original_max_position_embeddings) +
+           ") should be less than max_position_embeddings (" +
+           std::to_string(s.max_position_embeddings) + ")");
+  }
+}
+
+void check_longrope(const RopeSpec& s, Checker& c) {
+  c.positive_int("original_max_position_embeddings", s.original_max_position_embeddings);
+  c.positive("factor", s.factor);
+  c.float32_positive("factor", s.factor);
+  const auto n = static_cast<std::size_t>(pair_count(s));
+  for (auto [field, list] : {std::pair{"short_factor", &s.longrope.short_factor},
+                             std::pair{"long_factor", &s.longrope.long_factor}}) {
+    if (list->size() != n) {
+      c.fail(std::string(field) + " has " + std::to_string(list->size()) +
+             " entries; expected rotary_dim / 2 = " + std::to_string(n));
+    }
+    for (std::size_t i = 0; i < list->size(); ++i) {
+      const std::string name = std::string(field) + "[" + std::to_string(i) + "]";
+      c.positive(name, (*list)[i]);
+      c.float32_positive(name, (*list)[i]);
+    }
+  }
+  if (s.longrope.attention_factor) {
+    c.positive("attention_factor", *s.longrope.attention_factor);
+    c.float32_positive("attention_factor", *s.longrope.attention_factor);
+  } else if (s.factor > 1.0 && s.original_max_position_embeddings == 1) {
+    c.fail(
+        "original_max_position_embeddings (1) makes the attention factor sqrt(1 + ln(factor) / "
+        "ln(original_max_position_embeddings)) divide by ln(1) = 0; give attention_factor or a "
+        "longer context");
+  }
+  // transformers takes factor = max_position_embeddings / original_max_position_embeddings for
+  // Phi-3-style configs; an original context above the extended one makes that a compression.
+  if (s.max_position_embeddings > 0 &&
+      s.original_max_position_embeddings > s.max_position_embeddings) {
+    c.warn("original_max_position_embeddings (" +
+           std::to_string(s.original_max_position_embeddings) +
+           ") is above max_position_embeddings (" + std::to_string(s.max_position_embeddings) +
+           "): the long factors are never reached within the model's context, and factor (" +
+           num(s.factor) + ") " +
+           (s.factor < 1 ? "below 1 compresses positions rather than extending the context"
+                         : "does not describe the extension"));
+  } else if (s.factor < 1) {
+    c.warn("factor (" + num(s.factor) +
+           ") is below 1: positions are compressed rather than the context extended; the attention "
+           "factor is then 1");
+  }
+}
+
+void check_proportional(const RopeSpec& s, Checker& c) {
+  const double rho = s.partial_rotary_factor;
+  if (!(std::isfinite(rho) && rho > 0 && rho <= 1)) {
+    c.fail("partial_rotary_factor (" + num(rho) + ") must be in (0, 1]");
+  }
+  if (s.rotary_dim != s.head_dim || s.rotary_offset != 0) {
+    c.fail("rotary_dim (" + std::to_string(s.rotary_dim) + ") must equal head_dim (" +
+           std::to_string(s.head_dim) + "): proportional RoPE fills a head_dim-wide table");
+  }
+  if (static_cast<std::int64_t>(rho * static_cast<double>(s.head_dim) / 2) < 1) {
+    c.fail("partial_rotary_factor (" + num(rho) + ") rotates no pair of head_dim " +
+           std::to_string(s.head_dim));
+  }
+}
+
+// llama.cpp's rope_freqs divide the frequencies of any method that has no divisors of its own.
+void check_freq_factors(const RopeSpec& s, Checker& c) {
+  if (s.freq_factors.empty()) return;
+  if (s.method == Method::kLlama3 || s.method == Method::kLongrope ||
+      s.method == Method::kProportional) {
+    c.fail("freq_factors (" + std::to_string(s.freq_factors.size()) +
+           " divisors, llama.cpp's rope_freqs) cannot be combined with this method, which computes "
+           "its own per-pair divisors");
+  }
+  const auto n = static_cast<std::size_t>(pair_count(s));
+  if (s.freq_factors.size() != n) {
+    c.fail("freq_factors has " + std::to_string(s.freq_factors.size()) +
+           " entries; expected rotary_dim / 2 = " + std::to_string(n));
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::string field = "freq_factors[" + std::to_string(i) + "]";
+    c.positive(field, s.freq_factors[i]);
+    c.float32_positive(field, s.freq_factors[i]);
+  }
+}
+
+}  // namespace
+
+std::string_view method_name(Method method) { return method_info(method).name; }
+
+std::string method_name(const RopeSpec& spec) {
+  const MethodInfo& m = method_info(spec);
+  if (spec.yarn.ramp == YarnRamp::kPaper && m.ramp != YarnRamp::kPaper &&
+      m.reads_param(kParamYarn)) {
+    return std::string(m.name) + "-paper";  // dynamic-yarn-paper
+  }
+  return std::string(m.name);
+}
+
+void set_method(RopeSpec& spec, std::string_view name, std::string_view field) {
+  spec.yarn.ramp = YarnRamp::kPairIndex;
+  if (name == "none") name = "default";
+  if (name == "su") name = "longrope";  // Phi-3's first configs, renamed in transformers 4.42
+  if (name == "dynamic_yarn") name = "dynamic-yarn";
+  YarnRamp ramp = YarnRamp::kPairIndex;
+  if (name == "dynamic-yarn-paper") {
+    ramp = YarnRamp::kPaper;
+    name = "dynamic-yarn";
+  }
+  for (const MethodInfo& m : methods()) {
+    if (name == m.name) {
+      spec.method = m.method;
+      spec.yarn.ramp = m.ramp == YarnRamp::kPaper ? m.ramp : ramp;
+      return;
+    }
+  }
+  std::string list;
+  for (const MethodInfo& m : methods()) {
+    if (m.ramp != YarnRamp::kPaper) list += std::string(m.name) + ", ";
+  }
+  throw Error(std::string(field) + " (\"" + std::string(name) + "\") must be one of " + list +
+              "yarn-paper (aliases: none, su, dynamic_yarn)");
+}
+
+std::string_view layout_name(Layout layout) {
+  return layout == Layout::kHalfSplit ? "half-split" : "interleaved";
+}
+
+Layout parse_layout(std::string_view name, std::string_view field) {
+  if (name == "half-split") return Layout::kHalfSplit;
+  if (name == "interleaved") return Layout::kInterleaved;
+  throw Error(std::string(field) + " (\"" + std::string(name) +
+              "\") must be half-split (pairs (i, i + n)) or interleaved (pairs (2i, 2i + 1))");
+}
+
+std::vector<std::string> validate(const RopeSpec& spec) {
+  Checker c(spec);
+  check_dims(spec, c);
+  if (uses_factor(spec.method)) check_factor(spec, c);
+  switch (spec.method) {
+    case Method::kNone:
+    case Method::kLinear:
+      break;
+    case Method::kNtk:
+    case Method::kDynamic:
+      if (spec.rotary_dim <= 2) {
+        c.fail("rotary_dim (" + std::to_string(spec.rotary_dim) +
+               ") must be greater than 2: the NTK base uses the exponent D / (D - 2)");
+      }
+      if (spec.method == Method::kDynamic) {
+        c.positive_int("max_position_embeddings", spec.max_position_embeddings);
+      } else if (const double base = detail::ntk_base(spec);
+                 !(fits_float32(base) && static_cast<float>(base) > 1.0f)) {
+        c.fail("rope_theta (" + num(spec.rope_theta) + ") and factor (" + num(spec.factor) +
+               ") give the NTK base rope_theta * factor^(D / (D - 2)) = " + num(base) +
+               " (rotary_dim " + std::to_string(spec.rotary_dim) +
+               "); it must be greater than 1 and within float32's range (1.2e-38 .. 3.4e38)");
+      }
+      break;
+    case Method::kYarn:
+    case Method::kDynamicYarn:
+      check_yarn(spec, c);
+      break;
+    case Method::kLlama3:
+      check_llama3(spec, c);
+      break;
+    case Method::kLongrope:
+      check_longrope(spec, c);
+      break;
+    case Method::kProportional:
+      check_proportional(spec, c);
+      break;
+    case Method::kNtkAlpha: {
+      if (spec.rotary_dim <= 2) {
+        c.fail("rotary_dim (" + std::to_string(spec.rotary_dim) +
+               ") must be greater than 2: the NTK base uses the exponent D / (D - 2)");
+      }
+      c.positive("alpha", spec.alpha);
+      if (const double base = detail::ntk_alpha_base(spec);
+          !(fits_float32(base) && static_cast<float>(base) > 1.0f)) {
+        c.fail("rope_theta (" + num(spec.rope_theta) + ") and alpha (" + num(spec.alpha) +
+               ") give the NTK base rope_theta * alpha^(D / (D - 2)) = " + num(base) +
+               " (rotary_dim " + std::to_string(spec.rotary_dim) +
+               "); it must be greater than 1 and within float32's range " + kFloat32Range);
+      }
+      if (spec.alpha < 1) {
+        c.warn("alpha (" + num(spec.alpha) +
+               ") is below 1: the base shrinks and positions are compressed");
+      }
+      break;
+    }
+  }
+  check_freq_factors(spec, c);
+  return c.take_warnings();
+}
+
+ContextLengths context_lengths(const RopeSpec& spec) {
+  ContextLengths c;
+  const std::int64_t L = spec.original_max_position_embeddings;
+  const std::int64_t L_ext = spec.max_position_embeddings;
+  c.original = L > 0 ? L : L_ext > 0 ? L_ext : kAssumedContext;
+  c.assumed = L <= 0 && L_ext <= 0;
+  if (L_ext > 0) {
+    c.extended = L_ext;
+  } else {
+    const double s = spec.method == Method::kNone || !std::isfinite(spec.factor)
+                         ? 1.0
+                         : std::max(1.0, spec.factor);
+    c.extended = static_cast<std::int64_t>(std::llround(s * static_cast<double>(c.original)));
+  }
+  return c;
+}
+
+std::int64_t extended_context(const RopeSpec& spec) { return context_lengths(spec).extended; }
+
+}  // namespace posenc

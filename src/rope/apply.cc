@@ -1,0 +1,234 @@
+// apply_rope and rerotate_keys: argument checks, per-token cos/sin rows, threads; the SIMD
+// rotation itself is rope/kernels/rotate.cc.
+#include "posenc/rope/apply.h"
+
+#include <algorithm>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "posenc/core/cos_sin.h"
+#include "posenc/core/error.h"
+#include "posenc/core/threads.h"
+#include "rope/kernels/rotate.h"
+#include "util/thread_pool.h"
+
+namespace posenc {
+namespace {
+
+using RowFn = std::function<void(std::int64_t position, float* c, float* s)>;
+
+// Work below this many rotated elements runs on the calling thread: waking a worker costs a few
+// microseconds, more than rotating a decode token (32 heads x 128 dims is ~1 us of memory traffic).
+constexpr std::int64_t kMinParallelElements = std::int64_t{1} << 16;
+
+std::string str(std::int64_t v) { return std::to_string(v); }
+
+struct Pass {
+  const TensorView* in;
+  const TensorView* out;  // == in for in place
+};
+
+void check_view(const TensorView& v, const std::string& name, std::int64_t tokens,
+                const RopeSpec& spec) {
+  auto fail = [&](const std::string& what) { throw Error("apply_rope: " + name + ": " + what); };
+  if (v.tokens != tokens)
+    fail("tokens (" + str(v.tokens) + ") must equal the number of positions (" + str(tokens) + ")");
+  if (v.heads <= 0) fail("heads (" + str(v.heads) + ") must be positive");
+  if (v.head_dim < spec.rotary_offset + spec.rotary_dim) {
+    fail("head_dim (" + str(v.head_dim) + ") must hold rotary_offset + rotary_dim (" +
+         str(spec.rotary_offset) + " + " + str(spec.rotary_dim) + ")");
+  }
+  if (v.head_dim != spec.head_dim) {
+    fail("head_dim (" + str(v.head_dim) + ") must equal the spec's head_dim (" +
+         str(spec.head_dim) + ")");
+  }
+  if (v.heads > 1 && v.head_stride < v.head_dim) {
+    fail("head_stride (" + str(v.head_stride) + ") must be at least head_dim (" + str(v.head_dim) +
+         ")");
+  }
+  const std::int64_t span = (v.heads - 1) * v.head_stride + v.head_dim;
+  if (v.tokens > 1 && v.token_stride < span) {
+    fail("token_stride (" + str(v.token_stride) +
+         ") must be at least (heads - 1) * head_stride + head_dim (" + str(span) + ")");
+  }
+  if (v.data == nullptr && v.tokens > 0) fail("data is null");
+}
+
+void check_out(const TensorView& in, const TensorView& out, const std::string& name) {
+  if (out.tokens != in.tokens || out.heads != in.heads || out.head_dim != in.head_dim ||
+      out.dtype != in.dtype) {
+    throw Error("apply_rope: " + name + " must have the input's shape and dtype ([" +
+                str(in.tokens) + ", " + str(in.heads) + ", " + str(in.head_dim) + "] " +
+                std::string(dtype_name(in.dtype)) + "), got [" + str(out.tokens) + ", " +
+                str(out.heads) + ", " + str(out.head_dim) + "] " +
+                std::string(dtype_name(out.dtype)));
+  }
+}
+
+bool same_memory(const TensorView& a, const TensorView& b) {
+  return a.data == b.data && a.token_stride == b.token_stride && a.head_stride == b.head_stride;
+}
+
+// Rotates every pass over all tokens with rows from `row`, on up to `threads` threads.
+int run(const RopeSpec& spec, const std::vector<Pass>& passes, const Positions& positions,
+        Direction direction, int threads, const RowFn& row, std::string_view who) {
+  detail::ensure_simd_target_from_env();
+  const std::int64_t tokens = position_count(positions);
+  const std::int64_t n = spec.rotary_dim / 2;
+  std::int64_t heads = 0;
+  for (const Pass& p : passes) heads += p.in->heads;
+  // Few tokens: split the heads of each token too, so a short prefill still uses every thread.
+  const std::int64_t elements = tokens * heads * spec.rotary_dim;
+  check_threads(threads, who);
+  if (elements < kMinParallelElements) threads = 1;
+  const std::int64_t splits = tokens >= 2 * threads ? 1 : threads;
+  const std::int64_t tasks = tokens * splits;
+  const bool interleaved = spec.layout == Layout::kInterleaved;
+  const float sign = direction == Direction::kInverse ? -1.0f : 1.0f;
+
+  auto body = [&](std::int64_t begin, std::int64_t end) {
+    std::vector<float> c(static_cast<std::size_t>(n)), s(static_cast<std::size_t>(n));
+    std::vector<float> c2(interleaved ? static_cast<std::size_t>(2 * n) : 0), s2(c2.size());
+    for (std::int64_t task = begin; task < end; ++task) {
+      const std::int64_t t = task / splits, part = task % splits;
+      row(position_at(positions, t), c.data(), s.data());
+      const float* rc = c.data();
+      const float* rs = s.data();
+      if (interleaved) {
+        for (std::int64_t i = 0; i < n; ++i) {
+          const auto k = static_cast<std::size_t>(i);
+          c2[2 * k] = c2[2 * k + 1] = c[k];
+          s2[2 * k] = -sign * s[k];
+          s2[2 * k + 1] = sign * s[k];
+        }
+        rc = c2.data();
+        rs = s2.data();
+      } else if (sign < 0) {
+        for (float& x : s) x = -x;
+      }
+      for (const Pass& p : passes) {
+        const std::int64_t h0 = p.in->heads * part / splits, h1 = p.in->heads * (part + 1) / splits;
+        if (h0 == h1) continue;
+        const std::size_t es = dtype_size(p.in->dtype);
+        detail::TokenHeads th;
+        th.in = static_cast<const char*>(p.in->data) +
+                (t * p.in->token_stride + h0 * p.in->head_stride) * static_cast<std::int64_t>(es);
+        th.out =
+            static_cast<char*>(p.out->data) +
+            (t * p.out->token_stride + h0 * p.out->head_stride) * static_cast<std::int64_t>(es);
+        th.dtype = p.in->dtype;
+        th.heads = h1 - h0;
+        th.head_stride = p.in->head_stride;
+        th.head_dim = p.in->head_dim;
+        th.offset = spec.rotary_offset;
+        th.pairs = n;
+        th.layout = spec.layout;
+        th.copy_rest = !same_memory(*p.in, *p.out);
+        th.c = rc;
+        th.s = rs;
+        if (th.copy_rest && p.out->head_stride != p.in->head_stride) {
+          // Different head strides: one head at a time.
+          for (std::int64_t h = 0; h < th.heads; ++h) {
+            detail::TokenHeads one = th;
+            one.heads = 1;
+            one.in = static_cast<const char*>(th.in) +
+                     h * p.in->head_stride * static_cast<std::int64_t>(es);
+            one.out =
+                static_cast<char*>(th.out) + h * p.out->head_stride * static_cast<std::int64_t>(es);
+            detail::rotate_token_heads(one);
+          }
+        } else {
+          detail::rotate_token_heads(th);
+        }
+      }
+    }
+  };
+  // The pool runs one chunk per participant, and never more participants than tasks.
+  const int used = static_cast<int>(std::clamp<std::int64_t>(tasks, 1, threads));
+  if (used == 1) {
+    body(0, tasks);
+  } else {
+    detail::ThreadPool::shared(used).run(used, tasks, body);
+  }
+  return used;
+}
+
+}  // namespace
+
+int apply_rope(const Frequencies& freqs, const RopeArgs& args) {
+  const RopeSpec& spec = freqs.spec;
+  const std::int64_t tokens = position_count(args.positions);
+  check_view(args.q, "q", tokens, spec);
+  std::vector<Pass> passes;
+  const TensorView* q_out = &args.q;
+  if (args.q_out) {
+    check_out(args.q, *args.q_out, "q_out");
+    check_view(*args.q_out, "q_out", tokens, spec);
+    q_out = &*args.q_out;
+  }
+  passes.push_back({&args.q, q_out});
+  if (args.k) {
+    check_view(*args.k, "k", tokens, spec);
+    const TensorView* k_out = &*args.k;
+    if (args.k_out) {
+      check_out(*args.k, *args.k_out, "k_out");
+      check_view(*args.k_out, "k_out", tokens, spec);
+      k_out = &*args.k_out;
+    }
+    passes.push_back({&*args.k, k_out});
+  } else if (args.k_out) {
+    throw Error("apply_rope: k_out is set but k is not");
+  }
+  const CosSinTable* table = args.table;
+  if (table &&
+      (table->pairs() != freqs.pair_count() || table->frequencies().inv_freq != freqs.inv_freq ||
+       table->frequencies().attention_factor != freqs.attention_factor ||
+       table->frequencies().numerics != freqs.numerics)) {
+    throw Error("apply_rope: table was built from other frequencies than the ones given");
+  }
+  const auto n = static_cast<std::size_t>(freqs.pair_count());
+  RowFn row = [&](std::int64_t p, float* c, float* s) {
+    if (table && p >= 0 && p < table->positions()) {
+      const auto cr = table->cos_row(p), sr = table->sin_row(p);
+      std::copy(cr.begin(), cr.end(), c);
+      std::copy(sr.begin(), sr.end(), s);
+    } else {
+      cos_sin_row_f32(freqs, p, {c, n}, {s, n});
+    }
+  };
+  return run(spec, passes, args.positions, args.direction, args.threads, row, "apply_rope");
+}
+
+void rerotate_keys(const Frequencies& from, const Frequencies& to, const TensorView& k,
+                   const Positions& positions, int threads) {
+  const RopeSpec& a = from.spec;
+  const RopeSpec& b = to.spec;
+  if (a.layout != b.layout || a.rotary_dim != b.rotary_dim || a.rotary_offset != b.rotary_offset ||
+      a.head_dim != b.head_dim || from.pair_count() != to.pair_count()) {
+    throw Error(
+        "rerotate_keys: the two frequencies must share layout, head_dim, rotary_dim and "
+        "rotary_offset (" +
+        std::string(layout_name(a.layout)) + " " + str(a.head_dim) + "/" + str(a.rotary_dim) + "+" +
+        str(a.rotary_offset) + " vs " + std::string(layout_name(b.layout)) + " " + str(b.head_dim) +
+        "/" + str(b.rotary_dim) + "+" + str(b.rotary_offset) + ")");
+  }
+  check_view(k, "k", position_count(positions), a);
+  const auto n = static_cast<std::size_t>(from.pair_count());
+  const double old_af2 = from.attention_factor * from.attention_factor;
+  // R(new) R(old)^T is the rotation by (new - old); with attention factors folded into both
+  // rows, (c_n c_o + s_n s_o) / af_o^2 = (af_n / af_o) cos(new - old), likewise for sin.
+  RowFn row = [&](std::int64_t p, float* c, float* s) {
+    std::vector<double> co(n), so(n), cn(n), sn(n);
+    cos_sin_at(from, p, co, so);
+    cos_sin_at(to, p, cn, sn);
+    for (std::size_t i = 0; i < n; ++i) {
+      c[i] = static_cast<float>((cn[i] * co[i] + sn[i] * so[i]) / old_af2);
+      s[i] = static_cast<float>((sn[i] * co[i] - cn[i] * so[i]) / old_af2);
+    }
+  };
+  run(a, {Pass{&k, &k}}, positions, Direction::kForward, threads, row, "rerotate_keys");
+}
+
+}  // namespace posenc

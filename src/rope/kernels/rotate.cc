@@ -1,0 +1,138 @@
+// The RoPE rotation kernel, written once with Google Highway and compiled for every SIMD target
+// (foreach_target.h), dispatched at run time to the best one the CPU has.
+//
+// Per pair the work is 2 loads, 4 multiplies (2 fused where the target has FMA), 2 stores: the
+// kernel is bound by memory bandwidth, not arithmetic, so it streams each head once and keeps
+// cos/sin rows in L1 (one row of n floats serves every head of the token).
+// foreach_target.h re-includes this file once per target, so the order of these lines is
+// Highway's, not alphabetical.
+// clang-format off
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "rope/kernels/rotate.cc"
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+#include <hwy/highway.h>
+
+#include <cstring>
+
+#include "rope/kernels/half-inl.h"
+#include "rope/kernels/rotate.h"
+// clang-format on
+
+HWY_BEFORE_NAMESPACE();
+namespace posenc::detail {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+// Each layout's rotation is one function of the tag `d`: the loop runs it on full vectors and
+// the tail on one lane (Highway's skeleton: HWY_CAPPED(float, 1)), so a tail pair gets exactly
+// the operations, and so the bits, of a body pair on every target.
+
+// Half-split: a = x[i], b = x[i + n]; y_a = a c - b s, y_b = b c + a s.
+template <class Tag, class D>
+HWY_INLINE void HalfSplitLanes(Tag tag, D d, const typename Tag::Storage* in,
+                               typename Tag::Storage* out, std::int64_t n, const float* c,
+                               const float* s) {
+  const auto a = LoadF32(tag, d, in);
+  const auto b = LoadF32(tag, d, in + n);
+  const auto vc = hn::LoadU(d, c);
+  const auto vs = hn::LoadU(d, s);
+  StoreF32(tag, d, hn::MulSub(a, vc, hn::Mul(b, vs)), out);
+  StoreF32(tag, d, hn::MulAdd(b, vc, hn::Mul(a, vs)), out + n);
+}
+
+template <class Tag>
+HWY_INLINE void RotateHalfSplit(Tag tag, const typename Tag::Storage* in,
+                                typename Tag::Storage* out, std::int64_t n, const float* c,
+                                const float* s) {
+  const hn::ScalableTag<float> d;
+  const std::int64_t lanes = static_cast<std::int64_t>(hn::Lanes(d));
+  std::int64_t i = 0;
+  for (; i + lanes <= n; i += lanes) HalfSplitLanes(tag, d, in + i, out + i, n, c + i, s + i);
+  const hn::CappedTag<float, 1> d1;
+  for (; i < n; ++i) HalfSplitLanes(tag, d1, in + i, out + i, n, c + i, s + i);
+}
+
+// Interleaved: y = x c2 + partner(x) s2 lane by lane, where partner swaps the two dims of each
+// pair (c2, s2 expanded by the caller).
+template <class Tag, class D>
+HWY_INLINE void InterleavedLanes(Tag tag, D d, hn::Vec<D> x, hn::Vec<D> partner,
+                                 typename Tag::Storage* out, const float* c2, const float* s2) {
+  StoreF32(tag, d, hn::MulAdd(x, hn::LoadU(d, c2), hn::Mul(partner, hn::LoadU(d, s2))), out);
+}
+
+template <class Tag>
+HWY_INLINE void RotateInterleaved(Tag tag, const typename Tag::Storage* in,
+                                  typename Tag::Storage* out, std::int64_t n, const float* c2,
+                                  const float* s2) {
+  const std::int64_t dims = 2 * n;
+  std::int64_t j = 0;
+#if HWY_TARGET != HWY_SCALAR  // one lane holds no pair to swap: the tail loop does it all
+  const hn::ScalableTag<float> d;
+  const std::int64_t lanes = static_cast<std::int64_t>(hn::Lanes(d));
+  for (; j + lanes <= dims; j += lanes) {
+    const auto x = LoadF32(tag, d, in + j);
+    InterleavedLanes(tag, d, x, hn::Shuffle2301(x), out + j, c2 + j, s2 + j);
+  }
+#endif
+  // The tail pair by pair, each dim in its own one-lane vector: the partner is the other load.
+  const hn::CappedTag<float, 1> d1;
+  for (; j < dims; j += 2) {
+    const auto a = LoadF32(tag, d1, in + j);
+    const auto b = LoadF32(tag, d1, in + j + 1);
+    InterleavedLanes(tag, d1, a, b, out + j, c2 + j, s2 + j);
+    InterleavedLanes(tag, d1, b, a, out + j + 1, c2 + j + 1, s2 + j + 1);
+  }
+}
+
+template <class Tag>
+HWY_INLINE void RotateTyped(Tag tag, const TokenHeads& t) {
+  using T = typename Tag::Storage;
+  const T* in = static_cast<const T*>(t.in);
+  T* out = static_cast<T*>(t.out);
+  const std::int64_t rotated = 2 * t.pairs;
+  for (std::int64_t h = 0; h < t.heads; ++h) {
+    const T* hin = in + h * t.head_stride;
+    T* hout = out + h * t.head_stride;
+    if (t.copy_rest) {
+      std::memcpy(hout, hin, static_cast<std::size_t>(t.offset) * sizeof(T));
+      std::memcpy(hout + t.offset + rotated, hin + t.offset + rotated,
+                  static_cast<std::size_t>(t.head_dim - t.offset - rotated) * sizeof(T));
+    }
+    if (t.layout == Layout::kHalfSplit) {
+      RotateHalfSplit(tag, hin + t.offset, hout + t.offset, t.pairs, t.c, t.s);
+    } else {
+      RotateInterleaved(tag, hin + t.offset, hout + t.offset, t.pairs, t.c, t.s);
+    }
+  }
+}
+
+// The one branch on the runtime dtype: the functions above are compiled once per storage type.
+void RotateTokenHeads(const TokenHeads& t) {
+  switch (t.dtype) {
+    case DType::kF32:
+      return RotateTyped(F32Tag(), t);
+    case DType::kF16:
+      return RotateTyped(F16Tag(), t);
+    case DType::kBF16:
+      return RotateTyped(BF16Tag(), t);
+  }
+}
+
+const char* TargetName() { return hwy::TargetName(HWY_TARGET); }
+
+}  // namespace HWY_NAMESPACE
+}  // namespace posenc::detail
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace posenc::detail {
+
+HWY_EXPORT(RotateTokenHeads);
+HWY_EXPORT(TargetName);
+
+void rotate_token_heads(const TokenHeads& args) { HWY_DYNAMIC_DISPATCH(RotateTokenHeads)(args); }
+
+const char* active_target_name() { return HWY_DYNAMIC_DISPATCH(TargetName)(); }
+
+}  // namespace posenc::detail
+#endif  // HWY_ONCE

@@ -1,0 +1,46 @@
+// src/rope/kernels/rotate.h: the per-token SIMD entry point of the RoPE kernels (internal).
+//
+// One call rotates `heads` heads of one token with one prepared cos/sin row:
+//   kHalfSplit:   c, s hold n values;  y_a = x_a c - x_b s,  y_b = x_b c + x_a s  (a = i, b = i + n)
+//   kInterleaved: c, s hold 2n values, already expanded to lanes: c = [c0 c0 c1 c1 ...],
+//                 s = [-s0 s0 -s1 s1 ...], so that y = x c + swap_pairs(x) s
+// Inverse rotation is the caller's business (it negates s when preparing the row).
+//
+// Dispatch is per token, not per tensor as in Highway's skeleton, because the cos/sin row is made
+// per token (in double, cos_sin_at) and shared by all of that token's heads: apply.cc prepares a
+// row and hands it here while it is in L1. One indirect call per token is negligible next to the
+// heads x head_dim elements it rotates.
+#pragma once
+
+#include <cstdint>
+
+#include "posenc/core/spec.h"
+#include "posenc/rope/tensor.h"
+
+namespace posenc::detail {
+
+struct TokenHeads {
+  const void* in = nullptr;  // first element of the first head (dtype below)
+  void* out = nullptr;       // may equal `in` (in place)
+  DType dtype = DType::kF32;
+  std::int64_t heads = 0;
+  std::int64_t head_stride = 0;  // elements between heads
+  std::int64_t head_dim = 0;
+  std::int64_t offset = 0;  // first rotated dim
+  std::int64_t pairs = 0;   // n
+  Layout layout = Layout::kHalfSplit;
+  bool copy_rest = false;  // out-of-place: also copy the dims outside the rotated range
+  const float* c = nullptr;
+  const float* s = nullptr;
+};
+
+// Runs on the best SIMD target this CPU supports (or the forced one, targets.h).
+void rotate_token_heads(const TokenHeads& args);
+
+// Applies POSENC_SIMD_TARGET once, before the first dispatch (targets.cc).
+void ensure_simd_target_from_env();
+
+// Name of the target rotate_token_heads dispatches to now, e.g. "AVX3".
+const char* active_target_name();
+
+}  // namespace posenc::detail

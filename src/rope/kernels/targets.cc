@@ -1,0 +1,107 @@
+// SIMD target listing and forcing (targets.h), on top of Highway's target mask.
+//
+// Forcing uses hwy::DisableTargets, the knob Highway provides for programs: disabling every
+// target but the chosen one leaves exactly that one (the CPU supports it), and the next
+// HWY_DYNAMIC_DISPATCH of any kernel re-chooses. SetSupportedTargetsForTest, Highway's mock for
+// its test loops, is not used.
+#include "posenc/rope/targets.h"
+
+#include <cctype>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <string>
+
+#include <hwy/highway.h>
+#include <hwy/targets.h>
+
+#include "posenc/core/error.h"
+#include "rope/kernels/rotate.h"
+
+namespace posenc {
+namespace {
+
+// POSENC_SIMD_TARGET=avx2 means AVX2: target names are matched without regard to case.
+bool same_name(const std::string& a, const char* b) {
+  const std::size_t n = std::strlen(b);
+  if (a.size() != n) return false;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (std::toupper(static_cast<unsigned char>(a[i])) !=
+        std::toupper(static_cast<unsigned char>(b[i])))
+      return false;
+  }
+  return true;
+}
+
+// Every compiled target bit, best first (Highway numbers better targets with lower bits).
+std::vector<std::int64_t> compiled_targets() {
+  std::vector<std::int64_t> out;
+  for (std::int64_t bits = HWY_TARGETS; bits != 0; bits &= bits - 1)
+    out.push_back(bits & ~(bits - 1));
+  return out;
+}
+
+// What the CPU supports, read before any forcing.
+std::int64_t cpu_targets() {
+  static const std::int64_t mask = [] {
+    hwy::DisableTargets(0);
+    return hwy::SupportedTargets();
+  }();
+  return mask;
+}
+
+}  // namespace
+
+namespace detail {
+
+void ensure_simd_target_from_env() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    cpu_targets();
+    if (const char* name = std::getenv("POSENC_SIMD_TARGET"); name && *name) {
+      try {
+        force_simd_target(name);
+      } catch (const Error& e) {
+        throw Error(std::string("POSENC_SIMD_TARGET: ") + e.what());
+      }
+    }
+  });
+}
+
+}  // namespace detail
+
+std::vector<SimdTarget> simd_targets() {
+  detail::ensure_simd_target_from_env();
+  const std::string active = detail::active_target_name();
+  std::vector<SimdTarget> out;
+  for (std::int64_t t : compiled_targets()) {
+    out.push_back({hwy::TargetName(t), (cpu_targets() & t) != 0, active == hwy::TargetName(t)});
+  }
+  return out;
+}
+
+std::string active_simd_target() {
+  detail::ensure_simd_target_from_env();
+  return detail::active_target_name();
+}
+
+void force_simd_target(const std::string& name) {
+  const std::int64_t cpu = cpu_targets();
+  if (name.empty()) {
+    hwy::DisableTargets(0);
+    return;
+  }
+  std::string known;
+  for (std::int64_t t : compiled_targets()) {
+    if ((cpu & t) == 0) continue;
+    if (same_name(name, hwy::TargetName(t))) {
+      hwy::DisableTargets(~t);
+      return;
+    }
+    known += (known.empty() ? "" : ", ") + std::string(hwy::TargetName(t));
+  }
+  throw Error("SIMD target (\"" + name + "\") is not one this build and CPU support (" + known +
+              "; case does not matter)");
+}
+
+}  // namespace posenc

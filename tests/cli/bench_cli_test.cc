@@ -1,0 +1,92 @@
+// `posenc bench` end to end: it runs the decode cases once and reports every field with a
+// positive value, and its option errors name the option and the value. Speed itself is never
+// asserted here (a timed test on a shared machine would be flaky); posenc_bench measures it.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <string>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "support/cli_runner.h"
+
+namespace {
+
+using ::testing::HasSubstr;
+
+using posenc_cli::CliRun;
+
+CliRun posenc(const std::string& args) {
+  return posenc_cli::run(POSENC_CLI, args, "posenc_bench_cli_test");
+}
+
+TEST(BenchCli, Help) {
+  const CliRun r = posenc("bench --help");
+  EXPECT_EQ(r.status, 0);
+  for (const char* option : {"--filter", "--threads", "--repetitions", "--json"}) {
+    EXPECT_THAT(r.out, HasSubstr(option));
+  }
+}
+
+TEST(BenchCli, DecodeSmokeJson) {
+  const CliRun r = posenc("bench --filter decode --repetitions 1 --json");
+  ASSERT_EQ(r.status, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  ASSERT_TRUE(j.is_array());
+  // 3 dtypes x table or not x threads 1 and 2.
+  ASSERT_EQ(j.size(), 12u);
+  std::set<std::string> names;
+  for (const auto& rec : j) {
+    for (const char* key :
+         {"name", "dtype", "threads", "tokens", "heads", "head_dim", "table", "bytes_per_second",
+          "ratio_to_memcpy", "ratio_to_scalar", "seconds_median", "target"}) {
+      ASSERT_TRUE(rec.contains(key)) << key << " missing in " << rec.dump();
+    }
+    const std::string name = rec["name"];
+    names.insert(name);
+    EXPECT_THAT(name, HasSubstr("llama2-7b-decode"));
+    EXPECT_TRUE(rec["table"].is_boolean());
+    EXPECT_FALSE(rec["target"].get<std::string>().empty());
+    EXPECT_EQ(rec["tokens"], 1);
+    EXPECT_EQ(rec["heads"], 32);
+    EXPECT_EQ(rec["head_dim"], 128);
+    for (const char* key :
+         {"threads", "bytes_per_second", "ratio_to_memcpy", "ratio_to_scalar", "seconds_median"}) {
+      EXPECT_GT(rec[key].get<double>(), 0) << name << " " << key;
+    }
+    // The kernel's bytes: the tensor read and written once (cases.h).
+    const double bytes = 2.0 * 32 * 128 * (rec["dtype"] == "f32" ? 4 : 2);
+    EXPECT_NEAR(rec["bytes_per_second"].get<double>() * rec["seconds_median"].get<double>(), bytes,
+                1e-6 * bytes)
+        << name;
+  }
+  EXPECT_EQ(names.size(), j.size());
+  // One progress line per case on stderr.
+  EXPECT_EQ(static_cast<std::size_t>(std::count(r.err.begin(), r.err.end(), '\n')), j.size())
+      << r.err;
+}
+
+TEST(BenchCli, OptionErrorsNameTheOptionAndValue) {
+  const CliRun regex = posenc("bench --filter '[' --repetitions 1");
+  EXPECT_EQ(regex.status, 1);
+  EXPECT_THAT(regex.err, HasSubstr("--filter (\"[\")"));
+  const CliRun none = posenc("bench --filter no-such-case --repetitions 1");
+  EXPECT_EQ(none.status, 1);
+  EXPECT_THAT(none.err, HasSubstr("--filter (\"no-such-case\") matches no case"));
+  const CliRun threads = posenc("bench --threads 0 --filter decode");
+  EXPECT_EQ(threads.status, 1);
+  EXPECT_THAT(threads.err, HasSubstr("--threads (0)"));
+  const CliRun reps = posenc("bench --repetitions 0 --filter decode");
+  EXPECT_EQ(reps.status, 1);
+  EXPECT_THAT(reps.err, HasSubstr("--repetitions (0)"));
+}
+
+}  // namespace

@@ -1,0 +1,100 @@
+// CosSinTable: every entry against the exact value (precise) and the float32 references (hf,
+// ggml).
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "posenc/core/cos_sin.h"
+#include "posenc/core/error.h"
+#include "posenc/core/frequencies.h"
+#include "posenc/rope/apply.h"
+#include "posenc/rope/table.h"
+#include "posenc/rope/targets.h"
+#include "reference/ggml_reference.h"
+#include "reference/hf_float32_reference.h"
+#include "reference/rope_reference.h"
+#include "support/rope_test_support.h"
+#include "support/simd_targets.h"
+
+namespace {
+
+using posenc::DType;
+using posenc::Layout;
+using posenc::testing::Buffer;
+using posenc::testing::CheckRotation;
+using posenc::testing::PairDims;
+using posenc::testing::Random;
+using posenc::testing::Spec;
+using posenc::testing::StorageUlp;
+using posenc::testing::YarnSpec;
+using posenc_ref::FromBf16;
+using posenc_ref::FromF16;
+using posenc_ref::ToBf16;
+using posenc_ref::ToF16;
+using posenc_test::AwkwardCounts;
+using posenc_test::FloatLanes;
+using posenc_test::ForEachTarget;
+
+TEST(CosSinTable, PreciseEntriesAreTheExactValuesRoundedOnce) {
+  const posenc::Frequencies f = posenc::compute_frequencies(YarnSpec(128, Layout::kHalfSplit));
+  const posenc::CosSinTable table(f, 4096);
+  int off = 0;
+  for (std::int64_t p : {0, 1, 2, 100, 4095}) {
+    for (std::int64_t i = 0; i < 64; ++i) {
+      long double s, c;
+      posenc_ref::ExactSinCosL(p, f.inv_freq[static_cast<std::size_t>(i)], s, c);
+      const float want_c = static_cast<float>(c * f.attention_factor);
+      const float want_s = static_cast<float>(s * f.attention_factor);
+      // Equal, or (a tie-breaking double rounding) one float32 ulp away; count those.
+      const float got_c = table.cos_row(p)[static_cast<std::size_t>(i)];
+      const float got_s = table.sin_row(p)[static_cast<std::size_t>(i)];
+      off += (got_c != want_c) + (got_s != want_s);
+      EXPECT_LE(std::abs(got_c - want_c),
+                std::nextafter(std::abs(want_c), INFINITY) - std::abs(want_c));
+      EXPECT_LE(std::abs(got_s - want_s),
+                std::nextafter(std::abs(want_s), INFINITY) - std::abs(want_s));
+    }
+  }
+  EXPECT_LE(off, 2) << "entries not exactly rounded";
+}
+
+TEST(CosSinTable, HfAndGgmlTablesFollowTheirReferences) {
+  posenc::RopeSpec spec = YarnSpec(128, Layout::kHalfSplit);
+  const posenc::Frequencies hf = posenc::compute_frequencies(spec, posenc::Numerics::kHf);
+  const posenc::CosSinTable hf_table(hf, 140000);
+  std::vector<float> inv(hf.inv_freq.begin(), hf.inv_freq.end()), c, s;
+  for (std::int64_t p : {0, 1, 4095, 131071, 139999}) {
+    posenc_hf::CosSinAt(inv, hf.attention_factor, p, c, s);
+    for (std::size_t i = 0; i < inv.size(); ++i) {
+      EXPECT_EQ(hf_table.cos_row(p)[i], c[i]) << p << " " << i;
+      EXPECT_EQ(hf_table.sin_row(p)[i], s[i]) << p << " " << i;
+    }
+  }
+  const posenc::Frequencies gg = posenc::compute_frequencies(spec, posenc::Numerics::kGgml);
+  const posenc::CosSinTable gg_table(gg, 5000);
+  posenc_ggml::Params gp;
+  gp.n_dims = gg.ggml->n_dims;
+  gp.n_ctx_orig = gg.ggml->n_ctx_orig;
+  gp.freq_base = gg.ggml->freq_base;
+  gp.freq_scale = gg.ggml->freq_scale;
+  gp.ext_factor = gg.ggml->ext_factor;
+  gp.attn_factor = gg.ggml->attn_factor;
+  gp.beta_fast = gg.ggml->beta_fast;
+  gp.beta_slow = gg.ggml->beta_slow;
+  for (std::int64_t p : {0, 1, 4095, 4999}) {
+    posenc_ggml::CosSinAt(gp, p, c, s);
+    for (std::size_t i = 0; i < c.size(); ++i) {
+      EXPECT_EQ(gg_table.cos_row(p)[i], c[i]) << p << " " << i;
+      EXPECT_EQ(gg_table.sin_row(p)[i], s[i]) << p << " " << i;
+    }
+  }
+}
+
+}  // namespace
