@@ -18,7 +18,8 @@ void add_bench(CLI::App& app);
 // `posenc verify`: the seed document's claims, measured.
 void add_verify(CLI::App& app);
 
-// `posenc apply --q Q.npy [--k K.npy] --positions P.npy -o OUT.npy`: rotate tensors from .npy files.
+// `posenc apply --q Q.npy [--k K.npy] --positions P.npy -o OUT.npy`: rotate tensors from .npy
+// files.
 void add_apply(CLI::App& app);
 
 // `posenc targets`: the SIMD targets compiled in, which this CPU supports, and which one runs.

@@ -1,5 +1,6 @@
-// `posenc doctor MODEL`: the known pitfalls of a model's RoPE across engines (posenc/analysis/doctor.h).
-// Findings are advice, not failures: the exit status is 0 whatever they say, 1 on bad input.
+// `posenc doctor MODEL`: the known pitfalls of a model's RoPE across engines
+// (posenc/analysis/doctor.h). Findings are advice, not failures: the exit status is 0 whatever they
+// say, 1 on bad input.
 #include <iostream>
 #include <string>
 

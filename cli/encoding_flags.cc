@@ -32,8 +32,8 @@ std::string shown(const CLI::Option* o) {
 
 bool given(const CLI::Option* o) { return o != nullptr && o->count() > 0; }
 
-// The parameter behind each spec flag (0: every method reads it). A flag the method does not read is
-// an error, never silently dropped (a user who passes --factor expects some scaling).
+// The parameter behind each spec flag (0: every method reads it). A flag the method does not read
+// is an error, never silently dropped (a user who passes --factor expects some scaling).
 constexpr std::pair<std::string_view, unsigned> kFlagParams[] = {
     {"--rope-type", 0},
     {"--head-dim", 0},
@@ -59,7 +59,8 @@ constexpr std::pair<std::string_view, unsigned> kFlagParams[] = {
     {"--alpha", kParamAlpha},
 };
 
-// Whether the spec's method reads the parameter behind `flag`; a flag missing above is read by none.
+// Whether the spec's method reads the parameter behind `flag`; a flag missing above is read by
+// none.
 bool flag_read(const RopeSpec& spec, std::string_view flag) {
   for (const auto& [name, param] : kFlagParams) {
     if (name == flag) return param == 0 || method_reads(spec, static_cast<MethodParam>(param));

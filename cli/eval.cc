@@ -73,15 +73,15 @@ void refuse_unread(const EvalOptions& o, const llama::Model& model) {
   }
   if (o.attention_factor && !no_attention.empty()) {
     throw Error(fmt::format(
-        "--attention-factor ({}) has no effect on --method {}: only yarn, yarn-paper and "
-        "dynamic-yarn have an attention factor; leave the others out of --method",
-        *o.attention_factor, no_attention));
+        "--attention-factor ({}) has no effect on --method {}: only {} have an attention factor; "
+        "leave the others out of --method",
+        *o.attention_factor, no_attention, methods_reading(kParamYarn)));
   }
   if (o.step_option && o.step_option->count() > 0 && !any_dynamic) {
     throw Error(fmt::format(
         "--step ({}) has no effect: none of --method ({}) recomputes its frequencies as the "
-        "sequence grows (dynamic and dynamic-yarn do)",
-        o.step, fmt::join(o.methods, ",")));
+        "sequence grows ({} do)",
+        o.step, fmt::join(o.methods, ","), methods_with(&MethodInfo::depends_on_seq_len)));
   }
 }
 

@@ -1,5 +1,5 @@
-// The checks of posenc/analysis/doctor.h. Each computes its numbers for the model at hand; the engine rules
-// come from src/analysis/engines/ (and docs/engines.md).
+// The checks of posenc/analysis/doctor.h. Each computes its numbers for the model at hand; the
+// engine rules come from src/analysis/engines/ (and docs/engines.md).
 #include "posenc/analysis/doctor.h"
 
 #include <algorithm>

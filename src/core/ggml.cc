@@ -110,11 +110,11 @@ int to_int(std::int64_t v, const char* field) {
 }  // namespace
 
 // The same classes of input that validate(const RopeSpec&) refuses, in ggml's terms. ggml itself
-// checks none of this: freq_base <= 1 makes theta_scale >= 1 (the angles of high pairs grow, or with
-// ext_factor the ramp divides by ln 1 = 0), attn_factor <= 0 zeroes or flips every cos and sin, a
-// negative n_ctx_orig makes the log of the correction dims NaN, and beta_fast <= beta_slow inverts
-// the ramp. Legal but odd values (freq_scale above 1, ext_factor outside [0, 1], a correction range
-// that clamping inverts) are warnings, as in spec mode.
+// checks none of this: freq_base <= 1 makes theta_scale >= 1 (the angles of high pairs grow, or
+// with ext_factor the ramp divides by ln 1 = 0), attn_factor <= 0 zeroes or flips every cos and
+// sin, a negative n_ctx_orig makes the log of the correction dims NaN, and beta_fast <= beta_slow
+// inverts the ramp. Legal but odd values (freq_scale above 1, ext_factor outside [0, 1], a
+// correction range that clamping inverts) are warnings, as in spec mode.
 std::vector<std::string> validate(const GgmlRopeParams& p) {
   auto fail = [](const std::string& what) { throw Error("ggml_rope_ext: " + what); };
   std::vector<std::string> warnings;

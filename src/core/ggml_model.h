@@ -1,6 +1,7 @@
-// src/core/ggml_model.h: llama.cpp's float32 arithmetic around ggml_rope_ext, in one place (internal).
-// ggml.cc (the ggml numerics), engines/llama_cpp.cc (what llama.cpp does with a model) and gguf_rope.cc
-// (the parameters a GGUF file gives) all compute with these; the constants are in defaults.h.
+// src/core/ggml_model.h: llama.cpp's float32 arithmetic around ggml_rope_ext, in one place
+// (internal). ggml.cc (the ggml numerics), engines/llama_cpp.cc (what llama.cpp does with a model)
+// and gguf_rope.cc (the parameters a GGUF file gives) all compute with these; the constants are in
+// defaults.h.
 #pragma once
 
 #include <cstdint>

@@ -69,8 +69,8 @@ std::vector<double> log_weights(const std::vector<double>& unscaled,
   return w;
 }
 
-// NTK bases b' = b s^(D/(D-2)) (any s != 1) move pair i by exactly (2i/D)(D/(D-2)) = 2i/(D-2) of the way to
-// w / s in log space; computed directly rather than through rounded logarithms.
+// NTK bases b' = b s^(D/(D-2)) (any s != 1) move pair i by exactly (2i/D)(D/(D-2)) = 2i/(D-2) of
+// the way to w / s in log space; computed directly rather than through rounded logarithms.
 std::vector<double> ntk_weights(std::int64_t rotary_dim) {
   std::vector<double> w(static_cast<std::size_t>(rotary_dim / 2));
   for (std::size_t i = 0; i < w.size(); ++i) {
@@ -353,8 +353,8 @@ constexpr EngineSupport kYes{};
 
 // The method registry, one row per method: name, method, ramp, parameters read, factor required
 // for an extension, factor = extension ratio, depends on seq_len, attention factor rule, then
-// transformers, llama.cpp and vLLM support (the reasons are what src/analysis/engines/ reports; their
-// sources are docs/engines.md's). Adding a method: one row here and one function above.
+// transformers, llama.cpp and vLLM support (the reasons are what src/analysis/engines/ reports;
+// their sources are docs/engines.md's). Adding a method: one row here and one function above.
 constexpr Entry kMethods[] = {
     {{"default", Method::kNone, YarnRamp::kPairIndex, 0, false, false, false, AttentionRule::kOne,
       kYes, kYes, kYes},

@@ -1,7 +1,7 @@
 // src/core/methods.h: the scaling-method registry (internal).
 //
-// One small function per method computes the frequencies of docs/design.md §3. Each is a template over
-// the arithmetic type: `double` gives the precise convention, `float` gives Hugging Face's
+// One small function per method computes the frequencies of docs/design.md §3. Each is a template
+// over the arithmetic type: `double` gives the precise convention, `float` gives Hugging Face's
 // float32 pipeline, because every tensor operation of transformers rounds to float32 exactly
 // where an operation on `float` does (see src/core/methods.cc for the mapping rules).
 #pragma once

@@ -19,8 +19,8 @@ using detail::num;
 
 bool finite_positive(double v) { return std::isfinite(v) && v > 0; }
 
-// The hf and ggml numerics round every parameter to float32 (docs/design.md §4). A double rounds to a
-// finite float below 2^128 - 2^103 (FLT_MAX plus half its ulp; the tie goes to the even 2^128).
+// The hf and ggml numerics round every parameter to float32 (docs/design.md §4). A double rounds to
+// a finite float below 2^128 - 2^103 (FLT_MAX plus half its ulp; the tie goes to the even 2^128).
 constexpr double kFloat32Overflow = 0x1p128 - 0x1p103;
 constexpr double kFloat32Min = 0x1p-126;  // FLT_MIN: a smaller divisor makes 1/x overflow
 constexpr const char* kFloat32Range = "(must be within float32's range, 1.2e-38 .. 3.4e38)";

@@ -1,5 +1,5 @@
-// posenc/analysis/doctor.h: each finding fires on a config built to trigger it, and not on a clean one.
-// The configs are small config.json texts (transformers' keys) or the published ones in
+// posenc/analysis/doctor.h: each finding fires on a config built to trigger it, and not on a clean
+// one. The configs are small config.json texts (transformers' keys) or the published ones in
 // ../shared/testdata/hf-configs; the numbers a finding quotes are checked where they are derived
 // by hand (truncate's pairs, the extended context).
 #include "posenc/analysis/doctor.h"

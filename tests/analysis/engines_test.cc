@@ -158,7 +158,8 @@ TEST(EnginesGolden, Llama31Agrees) {
 
 TEST(EnginesGolden, Phi3LongropeFactorChoice) {
   // vLLM fixes use_long_rope = max_model_len (default max_position_embeddings = 131072) > 4096
-  // at start-up; transformers and llama.cpp (n_ctx = seq_len here) use the short factors up to 4096.
+  // at start-up; transformers and llama.cpp (n_ctx = seq_len here) use the short factors up to
+  // 4096.
   const ModelConfig c = shared("phi-3-mini-128k-instruct.json");
   const Comparison at_start = compare_engines(c.spec, 0, {}, c.model_type);
   EXPECT_EQ(at_start.at(Engine::kTransformers).verdict, Verdict::kAgrees);

@@ -1,5 +1,5 @@
-// posenc/analysis/pairs.h: the per-pair rows of `posenc inspect` and the report, against the formulas
-// written out here (plain RoPE w_i = theta^(-2i/d); linear divides every w_i by s).
+// posenc/analysis/pairs.h: the per-pair rows of `posenc inspect` and the report, against the
+// formulas written out here (plain RoPE w_i = theta^(-2i/d); linear divides every w_i by s).
 #include "posenc/analysis/pairs.h"
 
 #include <gtest/gtest.h>

@@ -9,6 +9,7 @@
 
 #include "posenc/analysis/verify.h"
 #include "posenc/core/error.h"
+#include "support/cli_runner.h"
 
 namespace {
 
@@ -80,18 +81,14 @@ TEST(Verify, BadOptionsAreRefusedByName) {
 
 #ifdef POSENC_CLI
 TEST(VerifyCli, JsonAndExitStatus) {
-  const std::string cmd = std::string(POSENC_CLI) + " verify --json 2>/dev/null";
-  FILE* pipe = popen(cmd.c_str(), "r");
-  ASSERT_NE(pipe, nullptr);
-  std::string out;
-  char buf[4096];
-  while (std::size_t n = fread(buf, 1, sizeof buf, pipe)) out.append(buf, n);
-  const int status = pclose(pipe);
-  EXPECT_EQ(status, 0);
-  EXPECT_NE(out.find("\"failed\": 0"), std::string::npos) << out;
-  EXPECT_NE(out.find("\"unique-codes\""), std::string::npos);
-  const std::string bad = std::string(POSENC_CLI) + " verify --d-model 7 >/dev/null 2>&1";
-  EXPECT_NE(std::system(bad.c_str()), 0);
+  const posenc_cli::CliRun r = posenc_cli::run(POSENC_CLI, "verify --json", "posenc_verify_test");
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("\"failed\": 0"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\"unique-codes\""), std::string::npos);
+  const posenc_cli::CliRun bad =
+      posenc_cli::run(POSENC_CLI, "verify --d-model 7", "posenc_verify_test");
+  EXPECT_NE(bad.status, 0);
+  EXPECT_NE(bad.err.find("7"), std::string::npos) << bad.err;
 }
 #endif
 

@@ -283,7 +283,8 @@ TEST(Cli, InspectHelpListsTheExtensionFlags) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// `posenc compare` and `posenc doctor` (posenc/analysis/engines.h, posenc/analysis/doctor.h, docs/engines.md)
+// `posenc compare` and `posenc doctor` (posenc/analysis/engines.h, posenc/analysis/doctor.h,
+// docs/engines.md)
 
 TEST(Cli, CompareJsonContract) {
   const CliRun r = posenc("compare " + shared_config("gpt-oss-20b.json") + " --json");

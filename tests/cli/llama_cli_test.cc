@@ -77,6 +77,23 @@ TEST(EvalCli, TableAndErrors) {
   r = posenc("eval --model " + kPride + " --text " + kPride);
   EXPECT_EQ(r.status, 1);
   EXPECT_NE(r.err.find("format version"), std::string::npos) << r.err;
+  // Options the chosen methods do not read are refused, naming the methods the registry says
+  // read them.
+  r = posenc("eval --model " + kModel + " --text " + kPride +
+             " --ctx 256 --method ntk --attention-factor 1");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("--attention-factor (1) has no effect on --method ntk: only yarn"),
+            std::string::npos)
+      << r.err;
+  r = posenc("eval --model " + kModel + " --text " + kPride +
+             " --ctx 256 --method ntk,yarn --step 64");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("--step (64) has no effect"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("dynamic"), std::string::npos) << r.err;
+  r = posenc("eval --model " + kModel + " --text " + kPride +
+             " --ctx 256 --method none --factor 2");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("--factor (2) has no effect on --method none"), std::string::npos) << r.err;
   // "-o -" would mix the SVG into the table on stdout (it used to write a file named "-").
   r = posenc("eval --model " + kModel + " --text " + kPride +
              " --ctx 256 --max-tokens 512 --method ntk -o -");

@@ -163,7 +163,8 @@ TEST(GoldenTest, NtkBase) {
 
 // Hunyuan-7B's rope_scaling {"type": "dynamic", "alpha": 1000.0} over b = 10000, D = 128: the
 // base is 10000 * 1000^(128/126) = 10^(4 + 384/126) = 10^7 * 10^(1/21), and
-// 10^(1/21) = exp(ln 10 / 21) = exp(0.10964690919019266) = 1.1158839925077485, so 11158839.925077485.
+// 10^(1/21) = exp(ln 10 / 21) = exp(0.10964690919019266) = 1.1158839925077485, so
+// 11158839.925077485.
 TEST(GoldenTest, NtkAlphaBaseHunyuan) {
   RopeSpec spec = make_spec(Method::kNtkAlpha, 128, 10000.0, 1.0, 0, 262144);
   spec.alpha = 1000.0;

@@ -240,7 +240,8 @@ TEST(ConfigRopeParameters, LayerTypesMismatchWarns) {
 }
 
 TEST(ConfigRopeParameters, RopeScalingWinsAsInTransformersV5) {
-  // transformers v5 convert_rope_params_to_dict: `rope_parameters = rope_scaling or rope_parameters`.
+  // transformers v5 convert_rope_params_to_dict: `rope_parameters = rope_scaling or
+  // rope_parameters`.
   const ModelConfig c = parse_hf_config(R"({"head_dim": 64,
       "rope_scaling": {"rope_type": "linear", "factor": 2.0},
       "rope_parameters": {"rope_type": "linear", "factor": 4.0}})");

@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include "posenc/core/error.h"
+#include "support/error_of.h"
 
 namespace {
 
@@ -44,14 +45,9 @@ std::string dict(std::string_view descr, std::string_view shape, std::string_vie
          ", 'shape': " + std::string(shape) + ", }\n";
 }
 
-// The message parse_npy throws for `bytes` ("" when it does not throw).
+// The message parse_npy throws for `bytes` ("(no error)" when it does not throw).
 std::string error_of(const std::vector<std::byte>& bytes) {
-  try {
-    posenc::parse_npy(bytes, "t.npy");
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
+  return posenc::testing::error_of([&] { posenc::parse_npy(bytes, "t.npy"); });
 }
 
 std::filesystem::path temp_path(const std::string& name) {
@@ -224,7 +220,7 @@ TEST(Npy, MalformedInputNamesTheProblem) {
   };
   for (const Malformed& c : cases) {
     const std::string message = error_of(c.bytes);
-    ASSERT_FALSE(message.empty()) << c.what << ": accepted";
+    ASSERT_NE(message, "(no error)") << c.what << ": accepted";
     EXPECT_THAT(message, HasSubstr("t.npy")) << c.what;
     for (const char* part : c.expected) EXPECT_THAT(message, HasSubstr(part)) << c.what;
   }
@@ -238,7 +234,7 @@ TEST(Npy, TruncationsAndCorruptionsAreErrorsNotCrashes) {
   for (std::size_t n = 0; n < valid.size(); ++n) {
     const std::vector<std::byte> prefix(valid.begin(),
                                         valid.begin() + static_cast<std::ptrdiff_t>(n));
-    EXPECT_FALSE(error_of(prefix).empty()) << "prefix of " << n << " bytes accepted";
+    EXPECT_NE(error_of(prefix), "(no error)") << "prefix of " << n << " bytes accepted";
   }
   std::mt19937 rng(2024);
   int refused = 0;

@@ -258,9 +258,9 @@ TEST(LlamaForward, MatchesFloat64ReferenceWithPlainRope) {
 // K <= 172 (the hidden width; attention sums at most 130 keys) that is <= 1.1e-5 relative per
 // dot product in the worst case and about sqrt(K) 2^-24 ~ 1e-6 typically, as rounding errors
 // cancel at random, and RMS norms keep it from growing through the 5 residual layers. Measured
-// (the test's properties) on AVX2, SSE4, SSSE3 and SCALAR: 1.2e-6 to 1.7e-6. 1e-5 is the bound of the tests
-// above, now on every target.
-// 130 tokens with steps of 37: ragged attention tiles and ragged matmul rows on every width.
+// (the test's properties) on AVX2, SSE4, SSSE3 and SCALAR: 1.2e-6 to 1.7e-6. 1e-5 is the bound of
+// the tests above, now on every target. 130 tokens with steps of 37: ragged attention tiles and
+// ragged matmul rows on every width.
 TEST(LlamaForward, MatchesFloat64ReferenceOnEveryTarget) {
   const Reference ref(kModel);
   const auto tokens = prompt(130);

@@ -12,14 +12,9 @@
 
 #include <gtest/gtest.h>
 
-#include "posenc/core/cos_sin.h"
-#include "posenc/core/error.h"
 #include "posenc/core/frequencies.h"
 #include "posenc/rope/apply.h"
-#include "posenc/rope/table.h"
 #include "posenc/rope/targets.h"
-#include "reference/ggml_reference.h"
-#include "reference/hf_float32_reference.h"
 #include "reference/rope_reference.h"
 #include "support/rope_test_support.h"
 #include "support/simd_targets.h"
@@ -33,12 +28,7 @@ using posenc::testing::CheckRotation;
 using posenc::testing::PairDims;
 using posenc::testing::Random;
 using posenc::testing::Spec;
-using posenc::testing::StorageUlp;
 using posenc::testing::YarnSpec;
-using posenc_ref::FromBf16;
-using posenc_ref::FromF16;
-using posenc_ref::ToBf16;
-using posenc_ref::ToF16;
 using posenc_test::AwkwardCounts;
 using posenc_test::FloatLanes;
 using posenc_test::ForEachTarget;
@@ -89,7 +79,8 @@ TEST(ApplyRope, AccuracyOnEveryTargetSweep) {
 // rounding, subnormals, overflow to infinity and NaN in each storage type.
 TEST(ApplyRope, TailPairsGiveTheBitsOfBodyPairsOnEveryTarget) {
   std::mt19937 rng(77);
-  // Raw storage bits: zeros, the smallest subnormal, the largest finite, infinities, a NaN, 1 + 1 ulp.
+  // Raw storage bits: zeros, the smallest subnormal, the largest finite, infinities, a NaN, 1 + 1
+  // ulp.
   const std::uint32_t f32_specials[] = {0x00000000u, 0x80000000u, 0x00000001u, 0x7F7FFFFFu,
                                         0xFF7FFFFFu, 0x7F800000u, 0xFF800000u, 0x7FC00000u,
                                         0x3F800001u, 0x33800000u};

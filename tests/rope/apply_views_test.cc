@@ -11,14 +11,11 @@
 
 #include <gtest/gtest.h>
 
-#include "posenc/core/cos_sin.h"
 #include "posenc/core/error.h"
 #include "posenc/core/frequencies.h"
 #include "posenc/rope/apply.h"
 #include "posenc/rope/table.h"
 #include "posenc/rope/targets.h"
-#include "reference/ggml_reference.h"
-#include "reference/hf_float32_reference.h"
 #include "reference/rope_reference.h"
 #include "support/rope_test_support.h"
 #include "support/simd_targets.h"
@@ -29,17 +26,9 @@ using posenc::DType;
 using posenc::Layout;
 using posenc::testing::Buffer;
 using posenc::testing::CheckRotation;
-using posenc::testing::PairDims;
 using posenc::testing::Random;
 using posenc::testing::Spec;
-using posenc::testing::StorageUlp;
 using posenc::testing::YarnSpec;
-using posenc_ref::FromBf16;
-using posenc_ref::FromF16;
-using posenc_ref::ToBf16;
-using posenc_ref::ToF16;
-using posenc_test::AwkwardCounts;
-using posenc_test::FloatLanes;
 using posenc_test::ForEachTarget;
 
 TEST(ApplyRope, StridedViewsPackedQkvGqaOutOfPlaceAndMisaligned) {

@@ -1,5 +1,5 @@
-// tests/support/cli_runner.h: runs the posenc tool with stdout and stderr captured separately, for the
-// CLI tests (test-only).
+// tests/support/cli_runner.h: runs the posenc tool with stdout and stderr captured separately, for
+// the CLI tests (test-only).
 #pragma once
 
 #include <sys/wait.h>

@@ -1,4 +1,5 @@
-// posenc/analysis/doctor.h: the known pitfalls of a model's RoPE across engines, each with what to do.
+// posenc/analysis/doctor.h: the known pitfalls of a model's RoPE across engines, each with what to
+// do.
 //
 // diagnose() runs every check on a parsed config and returns one Finding per pitfall it finds.
 // The numbers in each finding are computed for the model at hand (pairs that differ, angle

@@ -9,7 +9,7 @@
 // source file and function of each, are in docs/engines.md.
 //
 //   engine        frequencies                                   attention factor / softmax
-//   transformers  compute_frequencies(spec, kHf, seq_len)       as the spec asks (docs/design.md §3)
+//   transformers  compute_frequencies(spec, kHf, seq_len)       as the spec asks (design.md §3)
 //   llama.cpp     the GGUF convert_hf_to_gguf.py would write,   llama_context's yarn_attn_factor,
 //                 run through ggml_rope_ext (kGgml numerics)    DeepSeek2's kq_scale
 //   vllm          get_rope()'s class for the rope_type, in      that class's mscale; DeepSeek's

@@ -1,5 +1,5 @@
-// posenc/analysis/pairs.h: what a model's RoPE does to each rotated pair, as `posenc inspect` and the
-// report's per-pair table show it.
+// posenc/analysis/pairs.h: what a model's RoPE does to each rotated pair, as `posenc inspect` and
+// the report's per-pair table show it.
 #pragma once
 
 #include <cstdint>

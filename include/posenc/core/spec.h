@@ -90,21 +90,19 @@ struct RopeSpec {
 };
 
 // The parameter groups a method reads (MethodInfo::reads): one bit per group of RopeSpec fields.
-// head_dim, rotary_dim, rotary_offset, layout, rope_theta and freq_factors are read by every method.
+// head_dim, rotary_dim, rotary_offset, layout, rope_theta and freq_factors are read by every
+// method.
 enum MethodParam : unsigned {
   kParamFactor = 1u << 0,           // factor s
   kParamOriginalContext = 1u << 1,  // original_max_position_embeddings L
-  kParamMaxContext =
-      1u << 2,           // max_position_embeddings L' as a parameter (dynamic NTK's trained length)
-  kParamYarn = 1u << 3,  // yarn: beta_fast, beta_slow, mscale, mscale_all_dim, extrapolation_factor
-  kParamYarnDims =
-      1u << 4,  // yarn.truncate: the ramp runs between correction dims (not the paper's)
-  kParamAttentionFactor =
-      1u << 5,                 // an explicit attention factor (yarn.attention_factor or longrope's)
-  kParamLlama3 = 1u << 6,      // low_freq_factor, high_freq_factor
-  kParamLongrope = 1u << 7,    // short_factor, long_factor
-  kParamProportion = 1u << 8,  // partial_rotary_factor as the fraction of d_h/2 pairs rotated
-  kParamAlpha = 1u << 9,       // alpha (ntk-alpha)
+  kParamMaxContext = 1u << 2,       // L' as a parameter (dynamic NTK's trained length)
+  kParamYarn = 1u << 3,             // beta_fast, beta_slow, mscale, mscale_all_dim, extrapolation
+  kParamYarnDims = 1u << 4,         // yarn.truncate: the ramp between correction dims
+  kParamAttentionFactor = 1u << 5,  // an explicit attention factor (yarn's or longrope's)
+  kParamLlama3 = 1u << 6,           // low_freq_factor, high_freq_factor
+  kParamLongrope = 1u << 7,         // short_factor, long_factor
+  kParamProportion = 1u << 8,       // partial_rotary_factor as the fraction of d_h/2 pairs rotated
+  kParamAlpha = 1u << 9,            // alpha (ntk-alpha)
 };
 
 // How a method finds its attention factor (the multiplier of cos and sin).
@@ -155,7 +153,8 @@ std::string methods_with(bool MethodInfo::*trait);
 bool depends_on_length(const RopeSpec& spec);
 
 // Registry names: "default", "linear", "ntk", "dynamic", "yarn", "dynamic-yarn", "llama3",
-// "longrope", "proportional", "ntk-alpha" (methods() lists them). `method_name` of a yarn spec with the paper's ramp is "yarn-paper".
+// "longrope", "proportional", "ntk-alpha" (methods() lists them). `method_name` of a yarn spec
+// with the paper's ramp is "yarn-paper".
 std::string method_name(const RopeSpec& spec);
 std::string_view method_name(Method method);
 

@@ -30,8 +30,8 @@ namespace posenc {
 
 struct ExtendOptions {
   // --scaling: "none", "linear", "ntk", "dynamic", "yarn", "yarn-paper", "dynamic-yarn",
-  // "llama3", "ntk-alpha" (with alpha), or "longrope" (only for a model that already has LongRoPE factor lists). Unset:
-  // the model's own method.
+  // "llama3", "ntk-alpha" (with alpha), or "longrope" (only for a model that already has LongRoPE
+  // factor lists). Unset: the model's own method.
   std::optional<std::string> scaling;
   std::optional<std::int64_t> target_context;  // --target-context N: s = N / L0
   std::optional<double> factor;                // --factor S (with N: must agree)
@@ -71,10 +71,11 @@ RopeSpec extend_spec(const RopeSpec& base, const ExtendOptions& options,
 // The context a model can reach, which `posenc presets` lists: max_position_embeddings, or factor
 // * original context when larger, for the methods whose factor is the extension ratio
 // (MethodInfo::factor_is_ratio). It differs from context_lengths().extended (spec.h), the
-// declared L' every other command shows, when a config's L' stops short of s * L. The Qwen model cards' YaRN blocks leave max_position_embeddings at
-// 40960 or 32768 while factor 4 over 32768 reaches 131072. Llama 3's factor only divides the low
-// frequencies (Llama 3.2: factor 32 over 8192, 131072 in all), and dynamic NTK's
-// max_position_embeddings is its trained length, so both give max_position_embeddings.
+// declared L' every other command shows, when a config's L' stops short of s * L. The Qwen model
+// cards' YaRN blocks leave max_position_embeddings at 40960 or 32768 while factor 4 over 32768
+// reaches 131072. Llama 3's factor only divides the low frequencies (Llama 3.2: factor 32 over
+// 8192, 131072 in all), and dynamic NTK's max_position_embeddings is its trained length, so both
+// give max_position_embeddings.
 std::int64_t reachable_context(const RopeSpec& spec);
 
 }  // namespace posenc

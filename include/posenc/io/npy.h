@@ -6,7 +6,7 @@
 //          6   major, minor                 1.0, 2.0 or 3.0
 //          8   header length                u16 (1.0) or u32 (2.0, 3.0), little-endian
 //   8 + 2|4    header                       a Python dict literal, padded with spaces, '\n' last:
-//                                           {'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }
+//                                 {'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }
 //   then       data                         prod(shape) items of descr, C order
 //
 // Supported dtypes: '<f4' float32, '<f2' float16, '<i4' int32, '<i8' int64, and '<u2' uint16,

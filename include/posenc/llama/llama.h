@@ -1,4 +1,5 @@
-// posenc/llama/llama.h: a small Llama-2 forward pass, to measure RoPE scaling methods on a real model.
+// posenc/llama/llama.h: a small Llama-2 forward pass, to measure RoPE scaling methods on a real
+// model.
 //
 // It reads the "v1" binary format of llama2.ts (../shared/models/stories260K/README.md): a header,
 // a sentencepiece-style BPE vocabulary, and float32 weights. The forward pass is the Llama 2
@@ -27,7 +28,8 @@
 // Example:
 //   auto model = posenc::llama::Model::load("tinystories_260k_v1.bin");
 //   auto ids = model.tokenizer().encode("Once upon a time");   // ▁Once ▁upon ▁a ▁time
-//   posenc::llama::Session session(model, {.rope = model.rope_spec("yarn", 4.0), .capacity = 2048});
+//   posenc::llama::Session session(model,
+//                                  {.rope = model.rope_spec("yarn", 4.0), .capacity = 2048});
 //   std::vector<float> logits(model.config().vocab_size);
 //   session.forward(ids, logits, ids.size() - 1);               // logits of the last token
 #pragma once

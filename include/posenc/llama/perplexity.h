@@ -1,5 +1,5 @@
-// posenc/llama/perplexity.h: perplexity of a Llama model over a text, at a given context, with a given
-// RoPE (the protocol of `posenc eval`, docs/design.md §8).
+// posenc/llama/perplexity.h: perplexity of a Llama model over a text, at a given context, with a
+// given RoPE (the protocol of `posenc eval`, docs/design.md §8).
 //
 // Default protocol (stride 0), exactly:
 //   1. the whole text tokenized once (Tokenizer::encode), no BOS;

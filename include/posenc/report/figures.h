@@ -1,4 +1,5 @@
-// posenc/report/figures.h: the figures of `posenc plot` and `posenc report`, each returned as SVG text.
+// posenc/report/figures.h: the figures of `posenc plot` and `posenc report`, each returned as SVG
+// text.
 //
 //   sinusoidal_figure   PE(p, j) of "Attention Is All You Need" as a heatmap, positions x dims
 //                       (the seed document's "128维50输入" = 50 x 128 and "150维200输入" = 200 x 150)

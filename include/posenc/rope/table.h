@@ -1,6 +1,7 @@
 // posenc/rope/table.h: CosSinTable, cos and sin per (position, pair), built once.
 //
-//   cos[p * n + i] = attention_factor * cos(p * w_i),  sin[p * n + i] = attention_factor * sin(p * w_i)
+//   cos[p * n + i] = attention_factor * cos(p * w_i)
+//   sin[p * n + i] = attention_factor * sin(p * w_i)
 //   for p in [0, positions), i in [0, n), n = Frequencies::pair_count().
 //
 // Each entry is computed in the Frequencies' numeric convention (cos_sin.h) and rounded once to

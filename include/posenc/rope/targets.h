@@ -1,9 +1,9 @@
 // posenc/rope/targets.h: the SIMD targets the kernels were compiled for, and which one runs.
 //
 // The kernels are compiled once per target (Google Highway: SSSE3, SSE4, AVX2, AVX3 on x86;
-// NEON, SVE on Arm; SCALAR everywhere) and dispatched at run time to the best one this CPU supports.
-// Set the environment variable POSENC_SIMD_TARGET to a target name (e.g. AVX2) before the first
-// kernel call, or call force_simd_target(), to run a specific one (tests, benchmarks). Either
+// NEON, SVE on Arm; SCALAR everywhere) and dispatched at run time to the best one this CPU
+// supports. Set the environment variable POSENC_SIMD_TARGET to a target name (e.g. AVX2) before the
+// first kernel call, or call force_simd_target(), to run a specific one (tests, benchmarks). Either
 // applies to every posenc kernel: the RoPE kernels and the Llama forward's (matmul, attention).
 //
 // Thread safety: the forced target is process-global state (Highway's target mask). Forcing
@@ -29,8 +29,9 @@ std::vector<SimdTarget> simd_targets();
 // The name of the target the kernels dispatch to now.
 std::string active_simd_target();
 
-// Restricts dispatch of every posenc kernel to the named target (any case: "avx2" is AVX2). Throws Error
-// naming the value and the supported targets when it is not compiled in or not supported by this CPU.
+// Restricts dispatch of every posenc kernel to the named target (any case: "avx2" is AVX2). Throws
+// Error naming the value and the supported targets when it is not compiled in or not supported by
+// this CPU.
 // "" restores the default. Process-global; not safe while other threads run kernels (above).
 void force_simd_target(const std::string& name);
 

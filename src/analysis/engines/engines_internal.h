@@ -1,5 +1,5 @@
-// src/analysis/engines/engines_internal.h: what the engine models share (internal). Each engine is one
-// file (transformers.cc, llama_cpp.cc, vllm.cc), read by compare.cc, which holds engines.h's
+// src/analysis/engines/engines_internal.h: what the engine models share (internal). Each engine is
+// one file (transformers.cc, llama_cpp.cc, vllm.cc), read by compare.cc, which holds engines.h's
 // public functions: engine_view, the verdicts and compare_engines.
 #pragma once
 

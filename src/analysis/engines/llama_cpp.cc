@@ -97,7 +97,8 @@ GgmlRopeParams llama_cpp_yarn(const RopeSpec& spec, bool deepseek, std::vector<s
   p.attn_factor = detail::ggml_host_yarn_attn_factor(af, factor);
   if (deepseek) {
     // deepseek2 graph: attn_factor_org = attn_factor (1 + 0.1 ln(1/freq_scale));
-    // mscale = attn_factor_org (1 + 0.1 rope_yarn_log_mul ln(1/freq_scale)); kq_scale = mscale^2 / sqrt(d_k).
+    // mscale = attn_factor_org (1 + 0.1 rope_yarn_log_mul ln(1/freq_scale)); kq_scale = mscale^2 /
+    // sqrt(d_k).
     const float log_inv = std::log(1.0f / p.freq_scale);
     const float attn_factor_org = p.attn_factor * (1.0f + 0.1f * log_inv);
     const float m = attn_factor_org * (1.0f + 0.1f * mscale_all_dim * log_inv);
@@ -140,8 +141,9 @@ EngineView llama_cpp_view(const RopeSpec& spec, std::int64_t seq_len, std::strin
     case Method::kLinear:
     case Method::kLlama3:
     case Method::kNtkAlpha:
-      // LINEAR: rope.scaling.factor; llama3: the rope_freqs tensor of LlamaModel.generate_extra_tensors;
-      // ntk-alpha: rope.freq_base = b * alpha^(D/(D-2)) (HunYuan's converter).
+      // LINEAR: rope.scaling.factor; llama3: the rope_freqs tensor of
+      // LlamaModel.generate_extra_tensors; ntk-alpha: rope.freq_base = b * alpha^(D/(D-2))
+      // (HunYuan's converter).
       p = ggml_params_from_spec(spec, seq_len);
       break;
     case Method::kNtk:

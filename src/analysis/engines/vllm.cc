@@ -142,8 +142,9 @@ EngineView vllm_view(const RopeSpec& spec, std::int64_t seq_len, std::string_vie
       break;
     case Method::kDynamic: {
       // DynamicNTKScalingRotaryEmbedding._compute_cos_sin_cache: one base, for max_len =
-      // max_position_embeddings * factor: b (s max_len / L' - (s - 1))^(D/(D-2)) = b (s^2 - s + 1)^(D/(D-2)),
-      // i.e. static NTK with s' = s^2 - s + 1 (Python doubles, then a float32 pow as transformers).
+      // max_position_embeddings * factor: b (s max_len / L' - (s - 1))^(D/(D-2)) = b (s^2 - s +
+      // 1)^(D/(D-2)), i.e. static NTK with s' = s^2 - s + 1 (Python doubles, then a float32 pow as
+      // transformers).
       RopeSpec ntk = spec;
       ntk.method = Method::kNtk;
       ntk.factor = spec.factor * spec.factor - spec.factor + 1.0;

@@ -1,7 +1,7 @@
 // src/rope/kernels/rotate.h: the per-token SIMD entry point of the RoPE kernels (internal).
 //
 // One call rotates `heads` heads of one token with one prepared cos/sin row:
-//   kHalfSplit:   c, s hold n values;  y_a = x_a c - x_b s,  y_b = x_b c + x_a s  (a = i, b = i + n)
+//   kHalfSplit:   c, s hold n values; y_a = x_a c - x_b s, y_b = x_b c + x_a s (a = i, b = i + n)
 //   kInterleaved: c, s hold 2n values, already expanded to lanes: c = [c0 c0 c1 c1 ...],
 //                 s = [-s0 s0 -s1 s1 ...], so that y = x c + swap_pairs(x) s
 // Inverse rotation is the caller's business (it negates s when preparing the row).
