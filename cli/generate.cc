@@ -65,10 +65,9 @@ void run_generate(const GenerateOptions& o) {
   const RopeSpec rope = model.rope_spec(o.method, o.factor.value_or(1.0));
   // none has no factor; dynamic-yarn derives its own, max(1, seq_len / L).
   if (o.factor && !method_reads(rope, kParamFactor)) {
-    throw Error(fmt::format(
-        "--factor ({}) has no effect with --method {}: give a method that scales (linear, ntk, "
-        "yarn, yarn-paper, dynamic, llama3)",
-        *o.factor, o.method));
+    throw Error(
+        fmt::format("--factor ({}) has no effect with --method {}: it reads no factor ({} do)",
+                    *o.factor, o.method, methods_reading(kParamFactor)));
   }
   const llama::Tokenizer& tok = model.tokenizer();
   std::vector<std::int32_t> ids{tok.bos_id()};

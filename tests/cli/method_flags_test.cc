@@ -188,4 +188,45 @@ TEST(MethodFlags, ExtensionTargetFlagsNeedAScalingMethod) {
   }
 }
 
+// eval and generate take llama::Model::rope_spec's methods (name and factor alone) and refuse
+// the options a method does not read, by the same registry: --factor (the factor), eval's
+// --attention-factor (YaRN's parameters) and --step (a method that depends on the length).
+TEST(MethodFlags, EvalAndGenerateAgreeWithTheRegistry) {
+  const std::string model =
+      std::string(POSENC_SHARED_DIR) + "/models/stories260K/tinystories_260k_v1.bin";
+  const std::string text = std::string(POSENC_SHARED_DIR) + "/data/austen/prideprejudice.txt";
+  struct Option {
+    std::string flag;
+    bool (*reads)(const posenc::RopeSpec&);
+  };
+  const std::vector<Option> options = {
+      {"--factor 2",
+       [](const posenc::RopeSpec& s) { return posenc::method_reads(s, posenc::kParamFactor); }},
+      {"--attention-factor 1.5",
+       [](const posenc::RopeSpec& s) { return posenc::method_reads(s, posenc::kParamYarn); }},
+      {"--step 32", [](const posenc::RopeSpec& s) { return posenc::depends_on_length(s); }},
+  };
+  for (const std::string method :
+       {"none", "linear", "ntk", "yarn", "yarn-paper", "dynamic", "dynamic-yarn", "llama3"}) {
+    posenc::RopeSpec spec;
+    posenc::set_method(spec, method);
+    for (const Option& o : options) {
+      const std::string args = "eval --model " + model + " --text " + text +
+                               " --ctx 64 --max-tokens 64 --method " + method + " " + o.flag;
+      const posenc_cli::CliRun r = posenc(args);
+      EXPECT_EQ(r.status == 0, o.reads(spec)) << "posenc " << args << "\n" << r.err;
+      if (r.status != 0) {
+        EXPECT_NE(r.err.find("has no effect"), std::string::npos) << "posenc " << args << "\n"
+                                                                  << r.err;
+      }
+    }
+    const std::string args = "generate --model " + model +
+                             " --prompt \"Once\" --tokens 1 --method " + method + " --factor 2";
+    const posenc_cli::CliRun r = posenc(args);
+    EXPECT_EQ(r.status == 0, posenc::method_reads(spec, posenc::kParamFactor))
+        << "posenc " << args << "\n"
+        << r.err;
+  }
+}
+
 }  // namespace
