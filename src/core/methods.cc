@@ -110,17 +110,23 @@ MethodResult linear(const RopeSpec& spec, std::int64_t) {
 
 // Static NTK-aware scaling (bloc97, 2023): new base b * s^(D/(D-2)), so that the lowest
 // frequency is divided by exactly s while the highest is kept.
+// Plain RoPE over a new base, the static NTK shape shared by ntk and ntk-alpha: `scale` is s or
+// alpha (1 leaves every pair kept).
 template <typename T>
-MethodResult ntk(const RopeSpec& spec, std::int64_t) {
-  const double base = ntk_base(spec);
+MethodResult rebased(const RopeSpec& spec, double scale, double base) {
   const auto unscaled = plain_inv_freq<T>(spec.rope_theta, spec.rotary_dim);
   const auto inv = plain_inv_freq<T>(base, spec.rotary_dim);
-  auto r = finish(
-      inv, unscaled,
-      spec.factor != 1.0 ? ntk_weights(spec.rotary_dim) : std::vector<double>(inv.size(), 0.0));
-  r.scale = spec.factor;
+  auto r =
+      finish(inv, unscaled,
+             scale != 1.0 ? ntk_weights(spec.rotary_dim) : std::vector<double>(inv.size(), 0.0));
+  r.scale = scale;
   r.base = base;
   return r;
+}
+
+template <typename T>
+MethodResult ntk(const RopeSpec& spec, std::int64_t) {
+  return rebased<T>(spec, spec.factor, ntk_base(spec));
 }
 
 // Dynamic NTK (transformers `_compute_dynamic_ntk_parameters` as called from the forward pass):
@@ -324,15 +330,7 @@ MethodResult proportional(const RopeSpec& spec, std::int64_t) {
 // over it. Static NTK with s = alpha, named by its own key.
 template <typename T>
 MethodResult ntk_alpha(const RopeSpec& spec, std::int64_t) {
-  const double base = ntk_alpha_base(spec);
-  const auto unscaled = plain_inv_freq<T>(spec.rope_theta, spec.rotary_dim);
-  const auto inv = plain_inv_freq<T>(base, spec.rotary_dim);
-  auto r = finish(
-      inv, unscaled,
-      spec.alpha != 1.0 ? ntk_weights(spec.rotary_dim) : std::vector<double>(inv.size(), 0.0));
-  r.scale = spec.alpha;
-  r.base = base;
-  return r;
+  return rebased<T>(spec, spec.alpha, ntk_alpha_base(spec));
 }
 
 template <MethodResult (*F32)(const RopeSpec&, std::int64_t),
