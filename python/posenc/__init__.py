@@ -1,0 +1,24 @@
+"""posenc: transformer positional encodings (RoPE and its context extensions) for Python.
+
+The C++ library (the posenc command's) behind a PyTorch-style API:
+
+    spec = posenc.RopeSpec.from_hf_config("Llama-3.1-8B/config.json")  # or a dict, .from_gguf, .preset
+    spec.frequencies("hf").inv_freq            # numpy float64, transformers' float32 values
+    posenc.apply_rope_(q, k, positions, spec)   # rotate q and k in place (torch or numpy)
+    q2, k2 = posenc.apply_rope(q, k, positions, spec)        # new tensors; differentiable
+    rotary = posenc.RotaryEmbedding(config)     # drop-in for transformers' LlamaRotaryEmbedding
+
+Numerics: "precise" (float64 formulas, exactly rounded), "hf" (what transformers computes with
+torch's float32 ops, bit for bit) or "ggml" (llama.cpp's CPU arithmetic). Bad input raises
+ValueError or TypeError naming the argument, its value and what was expected.
+"""
+from ._posenc import __version__, CosSinTable, Frequencies
+from ._posenc import RopeSpec as _RopeSpec
+from .ops import apply_rope, apply_rope_, cos_sin_cache, rerotate_keys_
+from .spec import RopeSpec, compare, doctor, torch_capability
+from .rotary import RotaryEmbedding
+
+__all__ = [
+    "RopeSpec", "Frequencies", "CosSinTable", "RotaryEmbedding", "apply_rope", "apply_rope_",
+    "rerotate_keys_", "cos_sin_cache", "compare", "doctor", "torch_capability", "__version__",
+]

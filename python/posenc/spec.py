@@ -1,0 +1,87 @@
+"""RopeSpec constructors and the JSON reports (inspect, compare, doctor) as Python dicts.
+
+The class itself is the C++ one (posenc._posenc.RopeSpec); the constructors that take Python
+objects (a dict, a path) are added here.
+"""
+import json
+import os
+
+from . import _posenc
+
+RopeSpec = _posenc.RopeSpec
+
+
+def _from_hf_config(config, layer_type=None):
+    """A model's RoPE from its Hugging Face config: a path to config.json or a dict.
+
+    Parsed as the C++ library (and `posenc inspect`) parses it: same warnings (spec.warnings),
+    same errors (ValueError naming the key, its value and what was expected)."""
+    if isinstance(config, dict):
+        try:
+            text = json.dumps(config, allow_nan=False)
+        except (TypeError, ValueError) as e:
+            raise ValueError(f"config: the dict is not JSON ({e})") from None
+        spec = RopeSpec._from_hf_json(text, "<dict>")
+    elif isinstance(config, (str, os.PathLike)):
+        spec = RopeSpec._load(os.fspath(config), "")
+    else:
+        raise TypeError(f"config: expected a path to config.json or a dict, got {type(config).__name__}")
+    return spec.layer(layer_type) if layer_type else spec
+
+
+def _from_gguf(path, layer_type=None):
+    """A model's RoPE from a GGUF file, as llama.cpp reads it (posenc/io/gguf.h)."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"path: expected a path to a .gguf file, got {type(path).__name__}")
+    spec = RopeSpec._from_gguf(os.fspath(path))
+    return spec.layer(layer_type) if layer_type else spec
+
+
+def _load(path, layer_type=None):
+    """config.json or .gguf, chosen by the file (as every posenc command does)."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"path: expected a path, got {type(path).__name__}")
+    return RopeSpec._load(os.fspath(path), layer_type or "")
+
+
+def _inspect(self, numerics="precise", seq_len=None):
+    """The dict `posenc inspect --json` prints for this spec."""
+    if seq_len is not None and not self.depends_on_seq_len:
+        raise ValueError(f"seq_len ({seq_len}) has no effect: rope_type {self.rope_type} "
+                         f"(from {self.source}) does not depend on the sequence length")
+    return json.loads(_posenc._inspect_json(self, numerics, 0 if seq_len is None else seq_len))
+
+
+RopeSpec.from_hf_config = staticmethod(_from_hf_config)
+RopeSpec.from_gguf = staticmethod(_from_gguf)
+RopeSpec.load = staticmethod(_load)
+RopeSpec.inspect = _inspect
+
+
+def _spec_of(config, name="config"):
+    if isinstance(config, RopeSpec):
+        return config
+    if isinstance(config, dict):
+        return _from_hf_config(config)
+    if isinstance(config, (str, os.PathLike)):
+        return _load(config)
+    raise TypeError(f"{name}: expected a RopeSpec, a dict or a path, got {type(config).__name__}")
+
+
+def compare(config, seq_len=None, positions=None):
+    """What `posenc compare --json` prints: the model's RoPE as transformers, llama.cpp and vLLM
+    compute it, against the float64 formulas."""
+    spec = _spec_of(config)
+    pos = [] if positions is None else [int(p) for p in positions]
+    return json.loads(_posenc._compare_json(spec, 0 if seq_len is None else int(seq_len), pos))
+
+
+def doctor(config):
+    """What `posenc doctor --json` prints: the known pitfalls of the model's RoPE across engines."""
+    return json.loads(_posenc._doctor_json(_spec_of(config)))
+
+
+def torch_capability():
+    """The CPU capability torch's float32 kernels use here ("default", "avx2", "avx512"): what
+    `hf` numerics reproduce (ATEN_CPU_CAPABILITY overrides it, as in torch)."""
+    return _posenc._torch_capability()
