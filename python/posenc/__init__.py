@@ -16,7 +16,16 @@ from ._posenc import __version__, CosSinTable, Frequencies
 from ._posenc import RopeSpec as _RopeSpec
 from .ops import apply_rope, apply_rope_, cos_sin_cache, rerotate_keys_
 from .spec import RopeSpec, compare, doctor, torch_capability
-from .rotary import RotaryEmbedding
+
+
+def __getattr__(name):
+    # RotaryEmbedding is a torch.nn.Module: torch is imported only when it is asked for, so the
+    # rest of the package works with numpy alone.
+    if name == "RotaryEmbedding":
+        from .rotary import RotaryEmbedding
+        return RotaryEmbedding
+    raise AttributeError(f"module 'posenc' has no attribute {name!r}")
+
 
 __all__ = [
     "RopeSpec", "Frequencies", "CosSinTable", "RotaryEmbedding", "apply_rope", "apply_rope_",

@@ -44,8 +44,10 @@ def threads_arg(threads):
     return threads
 
 
-def empty_like(x):
+def empty_like(x, name):
     """An uninitialised output with x's shape, dtype and (for dense x) strides."""
     if isinstance(x, np.ndarray):
         return np.empty_like(x)
-    return torch_module().empty_like(x)
+    if is_tensor(x):
+        return torch_module().empty_like(x)
+    raise TypeError(f"{name}: expected a torch.Tensor or a numpy.ndarray, got {type(x).__name__}")

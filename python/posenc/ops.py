@@ -29,8 +29,8 @@ def _call(q, k, q_out, k_out, positions, spec, inverse, opts):
 
 
 def _rotated(q, k, positions, spec, inverse, opts):
-    q_out = empty_like(q)
-    k_out = None if k is None else empty_like(k)
+    q_out = empty_like(q, "q")
+    k_out = None if k is None else empty_like(k, "k")
     _call(q, k, q_out, k_out, positions, spec, inverse, opts)
     return q_out, k_out
 

@@ -44,14 +44,21 @@ void check_view(const TensorView& v, const std::string& name, std::int64_t token
     fail("head_dim (" + str(v.head_dim) + ") must equal the spec's head_dim (" +
          str(spec.head_dim) + ")");
   }
-  if (v.heads > 1 && v.head_stride < v.head_dim) {
-    fail("head_stride (" + str(v.head_stride) + ") must be at least head_dim (" + str(v.head_dim) +
-         ")");
-  }
-  const std::int64_t span = (v.heads - 1) * v.head_stride + v.head_dim;
-  if (v.tokens > 1 && v.token_stride < span) {
-    fail("token_stride (" + str(v.token_stride) +
-         ") must be at least (heads - 1) * head_stride + head_dim (" + str(span) + ")");
+  // No two elements may share memory: either tokens hold whole groups of heads (token-major,
+  // [tokens, heads, dim] as engines keep q) or heads hold whole runs of tokens (head-major,
+  // [heads, tokens, dim] as transformers' [batch, heads, seq, dim] is).
+  const bool one_token = v.tokens <= 1, one_head = v.heads <= 1;
+  const std::int64_t token_major_span = (v.heads - 1) * v.head_stride + v.head_dim;
+  const std::int64_t head_major_span = (v.tokens - 1) * v.token_stride + v.head_dim;
+  const bool token_major = (one_head || v.head_stride >= v.head_dim) &&
+                           (one_token || v.token_stride >= token_major_span);
+  const bool head_major = (one_token || v.token_stride >= v.head_dim) &&
+                          (one_head || v.head_stride >= head_major_span);
+  if (!token_major && !head_major) {
+    fail("token_stride (" + str(v.token_stride) + ") and head_stride (" + str(v.head_stride) +
+         ") overlap: expected token_stride >= (heads - 1) * head_stride + head_dim (" +
+         str(token_major_span) + ") with head_stride >= head_dim, or head_stride >= (tokens - 1) " +
+         "* token_stride + head_dim (" + str(head_major_span) + ") with token_stride >= head_dim");
   }
   if (v.data == nullptr && v.tokens > 0) fail("data is null");
 }

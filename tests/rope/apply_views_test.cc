@@ -128,6 +128,37 @@ TEST(ApplyRope, TwoThreadsGiveTheSameBits) {
   }
 }
 
+// transformers keeps q as [batch, heads, seq, dim]: head-major views (each head a run of tokens)
+// are as valid as token-major ones and rotate to the same values.
+TEST(ApplyRope, HeadMajorViewsEqualTokenMajor) {
+  std::mt19937 rng(47);
+  const posenc::Frequencies f = posenc::compute_frequencies(YarnSpec(64, Layout::kHalfSplit));
+  const std::int64_t tokens = 9, heads = 4, dim = 64;
+  const Buffer token_major = Random(DType::kF32, static_cast<std::size_t>(tokens * heads * dim), rng);
+  std::vector<float> a(static_cast<std::size_t>(tokens * heads * dim)), b(a.size());
+  std::memcpy(a.data(), token_major.bytes.data(), a.size() * sizeof(float));
+  for (std::int64_t t = 0; t < tokens; ++t)
+    for (std::int64_t h = 0; h < heads; ++h)
+      std::memcpy(&b[static_cast<std::size_t>((h * tokens + t) * dim)],
+                  &a[static_cast<std::size_t>((t * heads + h) * dim)], dim * sizeof(float));
+  std::vector<std::int64_t> pos(static_cast<std::size_t>(tokens));
+  for (std::size_t t = 0; t < pos.size(); ++t) pos[t] = static_cast<std::int64_t>(t * 101);
+  posenc::RopeArgs args;
+  args.positions = std::span<const std::int64_t>(pos);
+  args.q = posenc::TensorView::contiguous(a.data(), DType::kF32, tokens, heads, dim);
+  posenc::apply_rope(f, args);
+  args.q = {b.data(), DType::kF32, tokens, heads, dim, dim, tokens * dim};
+  posenc::apply_rope(f, args);
+  for (std::int64_t t = 0; t < tokens; ++t)
+    for (std::int64_t h = 0; h < heads; ++h)
+      EXPECT_EQ(0, std::memcmp(&b[static_cast<std::size_t>((h * tokens + t) * dim)],
+                               &a[static_cast<std::size_t>((t * heads + h) * dim)],
+                               dim * sizeof(float)))
+          << t << " " << h;
+  args.q = {b.data(), DType::kF32, tokens, heads, dim, dim, tokens * dim - 1};  // overlaps
+  EXPECT_THROW(posenc::apply_rope(f, args), posenc::Error);
+}
+
 TEST(ApplyRope, ErrorsNameTheArgumentAndValue) {
   const posenc::Frequencies f = posenc::compute_frequencies(Spec(64, 64, 0, Layout::kHalfSplit));
   std::vector<float> data(2 * 4 * 64);
