@@ -9,17 +9,22 @@ rotated in double: what gradcheck needs), numpy float32/float16 and uint16 with
 dtype="bfloat16". Positions int32 or int64. k may be None; q and k may have different head
 counts. Nothing is copied: the in-place forms write the caller's memory.
 """
+import sys
+
 import numpy as np
 
 from . import _posenc
 from ._tensors import bf16_flag, empty_like, is_tensor, positions_arg, threads_arg, torch_module
 
 
+_modules = sys.modules
+_SEQUENCES = (list, tuple, range)
+
+
 def _needs_grad(q, k):
-    if not is_tensor(q):
-        return False
-    torch = torch_module()
-    return torch.is_grad_enabled() and (q.requires_grad or (k is not None and k.requires_grad))
+    torch = _modules.get("torch")
+    return (torch is not None and torch.is_grad_enabled() and isinstance(q, torch.Tensor)
+            and (q.requires_grad or (k is not None and k.requires_grad)))
 
 
 def _call(q, k, q_out, k_out, positions, spec, inverse, opts):
@@ -108,12 +113,18 @@ def apply_rope_(q, k, positions, spec, *, inverse=False, numerics=None, seq_len=
                 head_size=None, seq_dim=None, threads=1, dtype=None):
     """apply_rope in place: q and k (and every view of their memory) are rotated, nothing is
     copied. Returns (q, k). Under autograd it is an in-place op as torch's are."""
-    positions = positions_arg(positions)
-    opts = _opts(numerics, seq_len, head_size, seq_dim, threads, dtype)
+    # The decode path: kept to a few attribute reads, since it runs per token and layer.
+    if type(positions) in _SEQUENCES:
+        positions = positions_arg(positions)
+    if type(threads) is not int:
+        threads_arg(threads)
+    bf16 = False if dtype is None else bf16_flag(dtype)
     if _needs_grad(q, k):
+        opts = (numerics, seq_len, head_size, seq_dim, threads, bf16)
         out = _autograd()["inplace"].apply(q, k, positions, spec, inverse, opts)
         return (out[0], None) if k is None else out
-    _call(q, k, None, None, positions, spec, inverse, opts)
+    _posenc._apply(q, k, None, None, positions, spec, inverse, numerics, seq_len, head_size,
+                   seq_dim, threads, bf16)
     return q, k
 
 
