@@ -47,7 +47,7 @@ struct Plan {
   std::size_t ndim = 3;
   std::int64_t batch = 1;
   std::int64_t tokens = 0;
-  int seq_dim = 0;               // 4-D only: 1 or 2
+  int seq_dim = 0;                // 4-D only: 1 or 2
   bool shared_positions = false;  // 4-D: one positions row for every batch row
   std::optional<std::int64_t> head_size;
 };
@@ -60,8 +60,8 @@ Plan make_plan(const ArrayArg& q, const std::vector<std::int64_t>& pos_shape,
   std::int64_t pos_count = 1;
   for (std::int64_t s : pos_shape) pos_count *= s;
   if (head_size && p.ndim != 2) {
-    value_error("head_size (" + str(*head_size) + ") is only for 2-D q [tokens, heads * head_dim]; q is " +
-                shape_str(q.shape));
+    value_error("head_size (" + str(*head_size) +
+                ") is only for 2-D q [tokens, heads * head_dim]; q is " + shape_str(q.shape));
   }
   if (seq_dim && p.ndim != 4) {
     value_error("seq_dim (" + str(*seq_dim) + ") is only for 4-D q; q is " + shape_str(q.shape));
@@ -101,7 +101,8 @@ Plan make_plan(const ArrayArg& q, const std::vector<std::int64_t>& pos_shape,
   }
   p.shared_positions = pos_batch == 1;
   if (seq_dim) {
-    if (*seq_dim != 1 && *seq_dim != 2) value_error("seq_dim (" + str(*seq_dim) + ") must be 1 or 2");
+    if (*seq_dim != 1 && *seq_dim != 2)
+      value_error("seq_dim (" + str(*seq_dim) + ") must be 1 or 2");
     if (q.shape[static_cast<std::size_t>(*seq_dim)] != seq) {
       value_error("q " + shape_str(q.shape) + ": dim " + str(*seq_dim) + " (seq_dim) has " +
                   str(q.shape[static_cast<std::size_t>(*seq_dim)]) + " entries, positions " +
@@ -136,7 +137,8 @@ TensorView view_of(const ArrayArg& a, const std::string& name, const Plan& plan,
   const std::size_t last = a.shape.size() - 1;
   if (a.strides[last] != 1 && a.shape[last] > 1) {
     value_error(name + ": the last dim must be contiguous (stride 1), got stride " +
-                str(a.strides[last]) + " (shape " + shape_str(a.shape) + "); call .contiguous() first");
+                str(a.strides[last]) + " (shape " + shape_str(a.shape) +
+                "); call .contiguous() first");
   }
   TensorView v;
   v.dtype = dtype;
@@ -151,7 +153,8 @@ TensorView view_of(const ArrayArg& a, const std::string& name, const Plan& plan,
     v.token_stride = a.strides[seq_axis];
     v.head_stride = a.strides[head_axis];
     if (a.shape[0] != plan.batch) {
-      value_error(name + " " + shape_str(a.shape) + ": batch must equal q's (" + str(plan.batch) + ")");
+      value_error(name + " " + shape_str(a.shape) + ": batch must equal q's (" + str(plan.batch) +
+                  ")");
     }
   } else if (plan.ndim == 3) {
     v.tokens = a.shape[0];
@@ -229,7 +232,8 @@ RopeSource rope_source(py::handle rope, const std::optional<std::string>& numeri
       value_error("numerics (" + *numerics + ") differs from the table's (" +
                   std::string(numerics_name(t.freqs->numerics)) + ")");
     }
-    if (seq_len) value_error("seq_len is fixed by the table (built at seq_len " + str(t.freqs->seq_len) + ")");
+    if (seq_len)
+      value_error("seq_len is fixed by the table (built at seq_len " + str(t.freqs->seq_len) + ")");
     return {t.freqs, &t.table};
   }
   if (py::isinstance<Frequencies>(rope)) {
@@ -238,7 +242,8 @@ RopeSource rope_source(py::handle rope, const std::optional<std::string>& numeri
       value_error("numerics (" + *numerics + ") differs from the Frequencies' (" +
                   std::string(numerics_name(f->numerics)) + ")");
     }
-    if (seq_len) value_error("seq_len is fixed by the Frequencies (computed at " + str(f->seq_len) + ")");
+    if (seq_len)
+      value_error("seq_len is fixed by the Frequencies (computed at " + str(f->seq_len) + ")");
     return {f, nullptr};
   }
   if (!py::isinstance<Spec>(rope)) {
@@ -287,7 +292,8 @@ int apply(py::handle q, py::handle k, py::handle q_out, py::handle k_out, py::ha
                              elem_name(ins[0].arg.elem) + ")");
       }
       if (o.arg.is_torch != ins[0].arg.is_torch) {
-        throw py::type_error(o.name + ": mixes torch tensors and numpy arrays; pass both as one kind");
+        throw py::type_error(o.name +
+                             ": mixes torch tensors and numpy arrays; pass both as one kind");
       }
     }
   }
@@ -319,8 +325,8 @@ int apply(py::handle q, py::handle k, py::handle q_out, py::handle k_out, py::ha
       for (std::size_t i = 0; i < vin.size(); ++i) {
         const std::string& name = ins[i].name;
         if (vin[i].head_dim != src.freqs->spec.head_dim) {
-          value_error(name + ": head_dim (" + str(vin[i].head_dim) + ") must equal the spec's head_dim (" +
-                      str(src.freqs->spec.head_dim) + ")");
+          value_error(name + ": head_dim (" + str(vin[i].head_dim) +
+                      ") must equal the spec's head_dim (" + str(src.freqs->spec.head_dim) + ")");
         }
         py::gil_scoped_release release;
         rotate_f64(*src.freqs, vin[i], in_place ? vin[i] : vout[i], p, inverse);
@@ -366,7 +372,8 @@ void rerotate(py::handle k, py::handle positions, std::shared_ptr<Frequencies> f
 
 // [positions, rotary_dim]: cos of every pair, then sin (vLLM's cos_sin_cache).
 py::array cos_sin_cache(const Frequencies& f, std::int64_t max_positions, bool f64) {
-  if (max_positions < 0) value_error("max_positions (" + str(max_positions) + ") must not be negative");
+  if (max_positions < 0)
+    value_error("max_positions (" + str(max_positions) + ") must not be negative");
   const std::int64_t n = f.pair_count();
   if (f64) {
     py::array_t<double> out({max_positions, 2 * n});
@@ -375,7 +382,8 @@ py::array cos_sin_cache(const Frequencies& f, std::int64_t max_positions, bool f
       py::gil_scoped_release release;
       for (std::int64_t p = 0; p < max_positions; ++p) {
         double* row = d + p * 2 * n;
-        cos_sin_at(f, p, {row, static_cast<std::size_t>(n)}, {row + n, static_cast<std::size_t>(n)});
+        cos_sin_at(f, p, {row, static_cast<std::size_t>(n)},
+                   {row + n, static_cast<std::size_t>(n)});
       }
     }
     return out;
@@ -386,7 +394,8 @@ py::array cos_sin_cache(const Frequencies& f, std::int64_t max_positions, bool f
     py::gil_scoped_release release;
     for (std::int64_t p = 0; p < max_positions; ++p) {
       float* row = d + p * 2 * n;
-      cos_sin_row_f32(f, p, {row, static_cast<std::size_t>(n)}, {row + n, static_cast<std::size_t>(n)});
+      cos_sin_row_f32(f, p, {row, static_cast<std::size_t>(n)},
+                      {row + n, static_cast<std::size_t>(n)});
     }
   }
   return out;
@@ -408,7 +417,8 @@ py::tuple rotary_cos_sin(const Frequencies& f, py::handle positions) {
     for (std::size_t t = 0; t < pos.size(); ++t) {
       float* cr = c + static_cast<std::int64_t>(t) * 2 * n;
       float* sr = s + static_cast<std::int64_t>(t) * 2 * n;
-      cos_sin_row_f32(f, pos[t], {cr, static_cast<std::size_t>(n)}, {sr, static_cast<std::size_t>(n)});
+      cos_sin_row_f32(f, pos[t], {cr, static_cast<std::size_t>(n)},
+                      {sr, static_cast<std::size_t>(n)});
       std::copy(cr, cr + n, cr + n);
       std::copy(sr, sr + n, sr + n);
     }
@@ -419,8 +429,8 @@ py::tuple rotary_cos_sin(const Frequencies& f, py::handle positions) {
 }  // namespace
 
 void bind_rope(py::module_& m) {
-  py::class_<Table, std::shared_ptr<Table>>(m, "CosSinTable",
-                                            "cos/sin per (position, pair), built once (rope/table.h)")
+  py::class_<Table, std::shared_ptr<Table>>(
+      m, "CosSinTable", "cos/sin per (position, pair), built once (rope/table.h)")
       .def(py::init([](const Spec& spec, std::int64_t positions, const std::string& numerics,
                        std::optional<std::int64_t> seq_len) {
              if (seq_len && *seq_len < 0)
@@ -434,12 +444,12 @@ void bind_rope(py::module_& m) {
       .def_property_readonly("positions", [](const Table& t) { return t.table.positions(); })
       .def_property_readonly("pairs", [](const Table& t) { return t.table.pairs(); })
       .def_property_readonly("frequencies", [](const Table& t) { return t.freqs; })
-      .def_property_readonly("numerics",
-                             [](const Table& t) { return std::string(numerics_name(t.freqs->numerics)); })
+      .def_property_readonly(
+          "numerics", [](const Table& t) { return std::string(numerics_name(t.freqs->numerics)); })
       .def("__repr__", [](const Table& t) {
-        return "CosSinTable(rope_type=" + method_name(t.freqs->spec) + ", numerics=" +
-               std::string(numerics_name(t.freqs->numerics)) + ", positions=" +
-               str(t.table.positions()) + ", pairs=" + str(t.table.pairs()) + ")";
+        return "CosSinTable(rope_type=" + method_name(t.freqs->spec) +
+               ", numerics=" + std::string(numerics_name(t.freqs->numerics)) +
+               ", positions=" + str(t.table.positions()) + ", pairs=" + str(t.table.pairs()) + ")";
       });
 
   m.def("_apply", &apply, py::arg("q"), py::arg("k"), py::arg("q_out"), py::arg("k_out"),
@@ -475,7 +485,8 @@ void bind_rope(py::module_& m) {
       py::arg("q"), py::arg("k"), py::arg("positions"), py::arg("spec"), py::arg("iterations"));
   m.def("_rerotate", &rerotate, py::arg("k"), py::arg("positions"), py::arg("old"), py::arg("new"),
         py::arg("head_size"), py::arg("seq_dim"), py::arg("threads"), py::arg("bf16"));
-  m.def("_cos_sin_cache", &cos_sin_cache, py::arg("freqs"), py::arg("max_positions"), py::arg("f64"));
+  m.def("_cos_sin_cache", &cos_sin_cache, py::arg("freqs"), py::arg("max_positions"),
+        py::arg("f64"));
   m.def("_rotary_cos_sin", &rotary_cos_sin, py::arg("freqs"), py::arg("position_ids"));
 }
 

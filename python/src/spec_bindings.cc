@@ -32,8 +32,9 @@ std::int64_t seq_len_arg(const std::optional<std::int64_t>& seq_len) {
 
 std::string spec_repr(const Spec& s) {
   const RopeSpec& r = s.rope();
-  std::string out = "RopeSpec(rope_type=" + method_name(r) + ", head_dim=" +
-                    std::to_string(r.head_dim) + ", rotary_dim=" + std::to_string(r.rotary_dim) +
+  std::string out = "RopeSpec(rope_type=" + method_name(r) +
+                    ", head_dim=" + std::to_string(r.head_dim) +
+                    ", rotary_dim=" + std::to_string(r.rotary_dim) +
                     ", layout=" + std::string(layout_name(r.layout));
   out += ", rope_theta=" + py::repr(py::float_(r.rope_theta)).cast<std::string>();
   if (r.method != Method::kNone) {
@@ -46,8 +47,7 @@ std::string spec_repr(const Spec& s) {
 
 Spec::Spec(ModelConfig config) : config_(std::move(config)) { validate(config_.spec); }
 
-std::shared_ptr<Frequencies> Spec::frequencies(Numerics numerics,
-                                                     std::int64_t seq_len) const {
+std::shared_ptr<Frequencies> Spec::frequencies(Numerics numerics, std::int64_t seq_len) const {
   if (!depends_on_length(config_.spec)) seq_len = 0;
   for (auto it = cache_.begin(); it != cache_.end(); ++it) {
     if (it->numerics == numerics && it->seq_len == seq_len) {
@@ -74,8 +74,8 @@ void bind_spec(py::module_& m) {
       .def_property_readonly(
           "inv_freq", [](const Frequencies& f) { return to_numpy(f.inv_freq); },
           "w_i per pair (numpy float64; float32 conventions widened exactly)")
-      .def_property_readonly(
-          "unscaled_inv_freq", [](const Frequencies& f) { return to_numpy(f.unscaled_inv_freq); })
+      .def_property_readonly("unscaled_inv_freq",
+                             [](const Frequencies& f) { return to_numpy(f.unscaled_inv_freq); })
       .def_property_readonly("interpolation_weight",
                              [](const Frequencies& f) { return to_numpy(f.interpolation_weight); })
       .def_readonly("attention_factor", &Frequencies::attention_factor)
@@ -84,8 +84,8 @@ void bind_spec(py::module_& m) {
       .def_readonly("base", &Frequencies::base)
       .def_readonly("seq_len", &Frequencies::seq_len)
       .def_readonly("uses_long_factors", &Frequencies::uses_long_factors)
-      .def_property_readonly("numerics",
-                             [](const Frequencies& f) { return std::string(numerics_name(f.numerics)); })
+      .def_property_readonly(
+          "numerics", [](const Frequencies& f) { return std::string(numerics_name(f.numerics)); })
       .def_property_readonly("rope_type", [](const Frequencies& f) { return method_name(f.spec); })
       .def_property_readonly("correction_range",
                              [](const Frequencies& f) -> py::object {
@@ -96,8 +96,8 @@ void bind_spec(py::module_& m) {
       .def("__repr__", [](const Frequencies& f) {
         return "Frequencies(rope_type=" + method_name(f.spec) +
                ", numerics=" + std::string(numerics_name(f.numerics)) +
-               ", seq_len=" + std::to_string(f.seq_len) + ", pairs=" +
-               std::to_string(f.pair_count()) + ", attention_factor=" +
+               ", seq_len=" + std::to_string(f.seq_len) +
+               ", pairs=" + std::to_string(f.pair_count()) + ", attention_factor=" +
                py::repr(py::float_(f.attention_factor)).cast<std::string>() + ")";
       });
 
@@ -122,7 +122,8 @@ void bind_spec(py::module_& m) {
           },
           py::arg("path"))
       .def_static(
-          "preset", [](const std::string& name) { return std::make_shared<Spec>(load_preset(name)); },
+          "preset",
+          [](const std::string& name) { return std::make_shared<Spec>(load_preset(name)); },
           py::arg("name"), "A named preset (posenc presets lists them), e.g. \"llama-2-7b\".")
       .def_static("presets",
                   [] {
@@ -149,12 +150,13 @@ void bind_spec(py::module_& m) {
       .def_property_readonly("head_dim", [](const Spec& s) { return s.rope().head_dim; })
       .def_property_readonly("rotary_dim", [](const Spec& s) { return s.rope().rotary_dim; })
       .def_property_readonly("rotary_offset", [](const Spec& s) { return s.rope().rotary_offset; })
-      .def_property_readonly("layout",
-                             [](const Spec& s) { return std::string(layout_name(s.rope().layout)); })
+      .def_property_readonly(
+          "layout", [](const Spec& s) { return std::string(layout_name(s.rope().layout)); })
       .def_property_readonly("rope_theta", [](const Spec& s) { return s.rope().rope_theta; })
       .def_property_readonly("factor", [](const Spec& s) { return s.rope().factor; })
-      .def_property_readonly("original_max_position_embeddings",
-                             [](const Spec& s) { return s.rope().original_max_position_embeddings; })
+      .def_property_readonly(
+          "original_max_position_embeddings",
+          [](const Spec& s) { return s.rope().original_max_position_embeddings; })
       .def_property_readonly("max_position_embeddings",
                              [](const Spec& s) { return s.rope().max_position_embeddings; })
       .def_property_readonly("depends_on_seq_len",
@@ -166,7 +168,8 @@ void bind_spec(py::module_& m) {
       .def_property_readonly("layer_types",
                              [](const Spec& s) {
                                std::vector<std::string> names;
-                               for (const auto& kv : s.config().layer_specs) names.push_back(kv.first);
+                               for (const auto& kv : s.config().layer_specs)
+                                 names.push_back(kv.first);
                                return names;
                              })
       .def("__repr__", &spec_repr);

@@ -20,8 +20,8 @@ const TorchTypes* torch_types() {
   if (!modules.contains("torch")) return nullptr;  // not imported: nothing can be a tensor
   py::module_ torch = modules["torch"];
   auto keep = [&](const char* name) { return py::object(torch.attr(name)).release(); };
-  types = new TorchTypes{keep("Tensor"), keep("strided"), keep("float32"), keep("float16"),
-                         keep("bfloat16"), keep("float64"), keep("int32"), keep("int64")};
+  types = new TorchTypes{keep("Tensor"),   keep("strided"), keep("float32"), keep("float16"),
+                         keep("bfloat16"), keep("float64"), keep("int32"),   keep("int64")};
   return types;
 }
 
@@ -32,9 +32,10 @@ struct Names {
 };
 
 const Names& names() {
-  static const Names n{PyUnicode_InternFromString("is_cpu"), PyUnicode_InternFromString("layout"),
-                       PyUnicode_InternFromString("dtype"), PyUnicode_InternFromString("shape"),
-                       PyUnicode_InternFromString("stride"), PyUnicode_InternFromString("data_ptr")};
+  static const Names n{
+      PyUnicode_InternFromString("is_cpu"), PyUnicode_InternFromString("layout"),
+      PyUnicode_InternFromString("dtype"),  PyUnicode_InternFromString("shape"),
+      PyUnicode_InternFromString("stride"), PyUnicode_InternFromString("data_ptr")};
   return n;
 }
 
@@ -173,22 +174,32 @@ ArrayArg array_arg(py::handle obj, const std::string& name, bool bf16_from_uint1
 
 std::string elem_name(Elem elem) {
   switch (elem) {
-    case Elem::kF32: return "float32";
-    case Elem::kF16: return "float16";
-    case Elem::kBF16: return "bfloat16";
-    case Elem::kF64: return "float64";
-    case Elem::kI32: return "int32";
-    case Elem::kI64: return "int64";
-    case Elem::kU16: return "uint16";
+    case Elem::kF32:
+      return "float32";
+    case Elem::kF16:
+      return "float16";
+    case Elem::kBF16:
+      return "bfloat16";
+    case Elem::kF64:
+      return "float64";
+    case Elem::kI32:
+      return "int32";
+    case Elem::kI64:
+      return "int64";
+    case Elem::kU16:
+      return "uint16";
   }
   return "?";
 }
 
 DType kernel_dtype(const ArrayArg& a, const std::string& name) {
   switch (a.elem) {
-    case Elem::kF32: return DType::kF32;
-    case Elem::kF16: return DType::kF16;
-    case Elem::kBF16: return DType::kBF16;
+    case Elem::kF32:
+      return DType::kF32;
+    case Elem::kF16:
+      return DType::kF16;
+    case Elem::kBF16:
+      return DType::kBF16;
     case Elem::kU16:
       type_error(name + ": a uint16 array; pass dtype=\"bfloat16\" if it holds bfloat16 bits");
     default:
@@ -199,7 +210,8 @@ DType kernel_dtype(const ArrayArg& a, const std::string& name) {
 
 std::vector<std::int64_t> read_positions(const ArrayArg& a, const std::string& name) {
   if (a.elem != Elem::kI32 && a.elem != Elem::kI64) {
-    type_error(name + ": dtype " + elem_name(a.elem) + " is not supported; expected int32 or int64");
+    type_error(name + ": dtype " + elem_name(a.elem) +
+               " is not supported; expected int32 or int64");
   }
   std::vector<std::int64_t> out(static_cast<std::size_t>(a.numel()));
   if (out.empty()) return out;

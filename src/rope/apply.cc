@@ -52,8 +52,8 @@ void check_view(const TensorView& v, const std::string& name, std::int64_t token
   const std::int64_t head_major_span = (v.tokens - 1) * v.token_stride + v.head_dim;
   const bool token_major = (one_head || v.head_stride >= v.head_dim) &&
                            (one_token || v.token_stride >= token_major_span);
-  const bool head_major = (one_token || v.token_stride >= v.head_dim) &&
-                          (one_head || v.head_stride >= head_major_span);
+  const bool head_major =
+      (one_token || v.token_stride >= v.head_dim) && (one_head || v.head_stride >= head_major_span);
   if (!token_major && !head_major) {
     fail("token_stride (" + str(v.token_stride) + ") and head_stride (" + str(v.head_stride) +
          ") overlap: expected token_stride >= (heads - 1) * head_stride + head_dim (" +

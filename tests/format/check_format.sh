@@ -9,7 +9,7 @@ if [ -z "$tool" ]; then
   if [ -n "${CI:-}" ]; then echo "check_format: clang-format-14 not found (apt install clang-format)" >&2; exit 1; fi
   echo "check_format: clang-format-14 not found; skipped (apt install clang-format)"; exit 0
 fi
-mapfile -t files < <(find include src cli tests bench fuzz examples -type f \( -name '*.cc' -o -name '*.h' \) | sort)
+mapfile -t files < <(find include src cli python tests bench fuzz examples -type f \( -name '*.cc' -o -name '*.h' \) | sort)
 if [ "${2:-}" = "--fix" ]; then
   "$tool" -i "${files[@]}"; exit 0
 fi

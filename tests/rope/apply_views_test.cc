@@ -134,7 +134,8 @@ TEST(ApplyRope, HeadMajorViewsEqualTokenMajor) {
   std::mt19937 rng(47);
   const posenc::Frequencies f = posenc::compute_frequencies(YarnSpec(64, Layout::kHalfSplit));
   const std::int64_t tokens = 9, heads = 4, dim = 64;
-  const Buffer token_major = Random(DType::kF32, static_cast<std::size_t>(tokens * heads * dim), rng);
+  const Buffer token_major =
+      Random(DType::kF32, static_cast<std::size_t>(tokens * heads * dim), rng);
   std::vector<float> a(static_cast<std::size_t>(tokens * heads * dim)), b(a.size());
   std::memcpy(a.data(), token_major.bytes.data(), a.size() * sizeof(float));
   for (std::int64_t t = 0; t < tokens; ++t)
@@ -151,9 +152,9 @@ TEST(ApplyRope, HeadMajorViewsEqualTokenMajor) {
   posenc::apply_rope(f, args);
   for (std::int64_t t = 0; t < tokens; ++t)
     for (std::int64_t h = 0; h < heads; ++h)
-      EXPECT_EQ(0, std::memcmp(&b[static_cast<std::size_t>((h * tokens + t) * dim)],
-                               &a[static_cast<std::size_t>((t * heads + h) * dim)],
-                               dim * sizeof(float)))
+      EXPECT_EQ(
+          0, std::memcmp(&b[static_cast<std::size_t>((h * tokens + t) * dim)],
+                         &a[static_cast<std::size_t>((t * heads + h) * dim)], dim * sizeof(float)))
           << t << " " << h;
   args.q = {b.data(), DType::kF32, tokens, heads, dim, dim, tokens * dim - 1};  // overlaps
   EXPECT_THROW(posenc::apply_rope(f, args), posenc::Error);
