@@ -1,4 +1,6 @@
-// cli/encoding_json.h: the JSON fields every command prints about the encoding it used.
+// src/report/encoding_json.h: the JSON fields every command prints about the encoding it used
+// (internal; report/json.cc and the CLI's apply and eval share it, the one header of src/ the CLI
+// includes).
 #pragma once
 
 #include <cmath>
@@ -9,7 +11,7 @@
 
 #include "posenc/core/frequencies.h"
 
-namespace posenc::cli {
+namespace posenc::detail {
 
 // rope_type, numerics, seq_len, head_dim, rotary_dim, rotary_offset, layout, attention_factor
 // and softmax_scale_multiplier of `f` (and its spec) into the object `j`.
@@ -36,4 +38,4 @@ inline nlohmann::json optional_json(const std::optional<double>& v) {
   return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
 }
 
-}  // namespace posenc::cli
+}  // namespace posenc::detail
