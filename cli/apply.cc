@@ -307,7 +307,7 @@ void run_apply(const ApplyOptions& o) {
     j["threads_requested"] = o.threads;
     j["target"] = target;
     j["warnings"] = warnings;
-    std::cout << j.dump(2) << "\n";
+    std::cout << detail::json_text(j) << "\n";
     return;
   }
   fmt::print(stderr, "posenc: rotated q {} {}{} at {} positions {}..{} ({})\n",

@@ -287,7 +287,7 @@ void run_eval(const EvalOptions& o) {
         {"methods", o.methods},
         {"results", results},
         {"table", table}};
-    std::cout << j.dump(2) << "\n";
+    std::cout << detail::json_text(j) << "\n";
   } else {
     fmt::print("perplexity of {} on {} ({} tokens)\n{}\n\n", o.model, o.text, tokens.size(),
                protocol_line(o, trained));

@@ -28,6 +28,12 @@ inline void put_encoding_json(nlohmann::json& j, const Frequencies& f) {
   j["softmax_scale_multiplier"] = f.softmax_scale_multiplier;
 }
 
+// `j` as the tool prints it (dump(2)); text that is not UTF-8 (a file name, a GGUF string) gets
+// U+FFFD for each bad byte, where dump() alone would throw.
+inline std::string json_text(const nlohmann::json& j) {
+  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
 // A number, or null when it is not finite (JSON has no NaN or infinity).
 inline nlohmann::json number_or_null(double v) {
   return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr);

@@ -58,7 +58,7 @@ std::string inspect_json(const ModelConfig& config, Numerics numerics, std::int6
   std::vector<std::string> layer_types;
   for (const auto& [name, unused] : config.layer_specs) layer_types.push_back(name);
   j["layer_types"] = layer_types;
-  return j.dump(2);
+  return detail::json_text(j);
 }
 
 std::string compare_json(const ModelConfig& config, std::int64_t seq_len,
@@ -102,7 +102,7 @@ std::string compare_json(const ModelConfig& config, std::int64_t seq_len,
     engines.push_back(std::move(o));
   }
   j["engines"] = std::move(engines);
-  return j.dump(2);
+  return detail::json_text(j);
 }
 
 std::string doctor_json(const ModelConfig& config) {
@@ -122,7 +122,7 @@ std::string doctor_json(const ModelConfig& config) {
   }
   j["findings"] = std::move(list);
   j["counts"] = {{"error", n.error}, {"warning", n.warning}, {"info", n.info}};
-  return j.dump(2);
+  return detail::json_text(j);
 }
 
 }  // namespace posenc

@@ -3,6 +3,8 @@
 #include "posenc/report/json.h"
 
 #include <cstdint>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -12,10 +14,12 @@
 
 #include "posenc/core/numerics.h"
 #include "posenc/io/model.h"
+#include "posenc/io/npy.h"
 #include "support/cli_runner.h"
 #include "support/config_test_support.h"
 #include "support/error_of.h"
 #include "support/shared_data.h"
+#include "support/temp_files.h"
 
 namespace posenc {
 namespace {
@@ -189,6 +193,43 @@ TEST(ReportJson, BadValuesAreRefusedByName) {
       "posenc_json_test");
   EXPECT_NE(r.status, 0);
   EXPECT_THAT(r.err, HasSubstr("--seq-len (50) must exceed the largest of --positions (100)"));
+}
+
+// Text that is not UTF-8 (a file name, a GGUF string) is written with U+FFFD in its place, not
+// refused by the JSON writer as an internal error.
+TEST(ReportJson, NonUtf8TextIsReplaced) {
+  ModelConfig config = load_model(config_path("llama-2-7b.json"));
+  config.source = "m\xff.json";
+  config.warnings.push_back("w\xfe");
+  for (const std::string& text :
+       {error_of([&] { inspect_json(config, Numerics::kPrecise, 0); }),
+        error_of([&] { compare_json(config); }), error_of([&] { doctor_json(config); })}) {
+    EXPECT_EQ(text, "(no error)");
+  }
+  EXPECT_EQ(nlohmann::json::parse(inspect_json(config, Numerics::kPrecise, 0))["source"],
+            "m\xef\xbf\xbd.json");
+  EXPECT_EQ(nlohmann::json::parse(doctor_json(config))["source"], "m\xef\xbf\xbd.json");
+
+  // The tool: a config and a tensor whose file names are not UTF-8.
+  std::ifstream in(config_path("llama-2-7b.json"), std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string path = posenc_test::write_temp_file("posenc_json_test", "m\xff.json", bytes);
+  for (const std::string command : {"inspect", "compare", "doctor"}) {
+    const posenc_cli::CliRun r =
+        posenc_cli::run(POSENC_CLI, command + " '" + path + "' --json", "posenc_json_test");
+    EXPECT_EQ(r.status, 0) << command << ": " << r.err;
+    EXPECT_THAT(nlohmann::json::parse(r.out)["source"].get<std::string>(),
+                HasSubstr("m\xef\xbf\xbd.json"))
+        << command;
+  }
+  const std::string q = (posenc_test::temp_dir("posenc_json_test") / "q\xff.npy").string();
+  write_npy(q, "<f4", std::vector<std::int64_t>{4, 2, 64}, std::vector<std::byte>(4 * 512));
+  const std::string out = (posenc_test::temp_dir("posenc_json_test") / "o\xff.npy").string();
+  const posenc_cli::CliRun r = posenc_cli::run(
+      POSENC_CLI, "apply --q '" + q + "' --positions-range 4 --json -o '" + out + "'",
+      "posenc_json_test");
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("o\xef\xbf\xbd.npy"));
 }
 
 }  // namespace

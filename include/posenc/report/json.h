@@ -2,7 +2,8 @@
 // print with --json, as text (the tool and the Python bindings both print these).
 //
 // Each returns the object as nlohmann::json's dump(2) writes it (keys sorted, two-space indent),
-// without a trailing newline. NaN and infinity are written as null.
+// without a trailing newline. NaN and infinity are written as null; text that is not UTF-8 (a
+// file name) has U+FFFD for each bad byte.
 #pragma once
 
 #include <cstdint>
