@@ -17,7 +17,6 @@
 
 #include "commands.h"
 #include "encoding_flags.h"
-#include "encoding_json.h"
 #include "options.h"
 #include "output_file.h"
 #include "posenc/core/error.h"
@@ -27,6 +26,7 @@
 #include "posenc/rope/apply.h"
 #include "posenc/rope/table.h"
 #include "posenc/rope/targets.h"
+#include "report/encoding_json.h"
 
 namespace posenc::cli {
 namespace {
@@ -299,7 +299,7 @@ void run_apply(const ApplyOptions& o) {
     j["positions"] = {
         {"source", pos.source}, {"count", q.tokens()}, {"min", pos.min}, {"max", pos.max}};
     j["encoding_source"] = source;
-    put_encoding_json(
+    detail::put_encoding_json(
         j, f);  // softmax_scale_multiplier is for the caller's attention, not applied here
     j["direction"] = o.inverse ? "inverse" : "forward";
     j["table_rows"] = table ? nlohmann::json(table->positions()) : nlohmann::json(nullptr);
@@ -307,7 +307,7 @@ void run_apply(const ApplyOptions& o) {
     j["threads_requested"] = o.threads;
     j["target"] = target;
     j["warnings"] = warnings;
-    std::cout << j.dump(2) << "\n";
+    std::cout << detail::json_text(j) << "\n";
     return;
   }
   fmt::print(stderr, "posenc: rotated q {} {}{} at {} positions {}..{} ({})\n",

@@ -1,6 +1,5 @@
 // `posenc compare MODEL`: one model's RoPE as transformers, llama.cpp and vLLM compute it, each
 // set against the float64 formulas (posenc/analysis/engines.h, docs/engines.md).
-#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <iostream>
@@ -9,15 +8,13 @@
 #include <vector>
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include "commands.h"
-#include "encoding_json.h"
 #include "model_source.h"
 #include "options.h"
 #include "posenc/analysis/engines.h"
-#include "posenc/core/error.h"
 #include "posenc/io/config.h"
+#include "posenc/report/json.h"
 
 namespace posenc::cli {
 namespace {
@@ -28,48 +25,6 @@ struct CompareOptions {
   std::int64_t seq_len = 0;
   bool json = false;
 };
-
-void print_json(const ModelConfig& config, const Comparison& c) {
-  nlohmann::json j;
-  j["source"] = config.source;
-  j["model_type"] = config.model_type;
-  j["rope_type"] = method_name(c.spec);
-  j["seq_len"] = c.seq_len;
-  j["positions"] = c.positions;
-  j["reference"] = "precise";
-  nlohmann::json engines = nlohmann::json::array();
-  for (const EngineComparison& e : c.engines) {
-    nlohmann::json o;
-    o["engine"] = std::string(engine_name(e.view.engine));
-    o["numerics"] = e.view.freqs.inv_freq.empty()
-                        ? nlohmann::json(nullptr)
-                        : nlohmann::json(std::string(numerics_name(e.view.freqs.numerics)));
-    o["supported"] = e.view.supported;
-    o["unsupported_reason"] = e.view.unsupported_reason;
-    o["inv_freq"] = e.view.freqs.inv_freq;
-    nlohmann::json rel = nlohmann::json::array();
-    for (double d : e.relative_difference) rel.push_back(number_or_null(d));
-    o["relative_difference"] = rel;
-    o["rounding_budget"] = e.budget;
-    o["max_relative_difference"] = number_or_null(e.max_relative_difference);
-    o["pairs_differing"] = e.pairs_differing;
-    o["attention_factor"] = e.view.attention_factor;
-    o["softmax_scale_multiplier"] = e.view.softmax_scale_multiplier;
-    o["attention_factor_differs"] = e.attention_factor_differs;
-    o["softmax_scale_differs"] = e.softmax_scale_differs;
-    nlohmann::json cs = nlohmann::json::array();
-    for (std::size_t k = 0; k < e.cos_sin_difference.size(); ++k) {
-      cs.push_back({{"position", c.positions[k]}, {"max_abs_difference", e.cos_sin_difference[k]}});
-    }
-    o["cos_sin_difference"] = cs;
-    o["notes"] = e.view.notes;
-    o["verdict"] = std::string(verdict_name(e.verdict));
-    o["verdict_text"] = e.verdict_text;
-    engines.push_back(std::move(o));
-  }
-  j["engines"] = std::move(engines);
-  std::cout << j.dump(2) << "\n";
-}
 
 std::string cell(const EngineComparison& e, std::size_t i) {
   if (i >= e.view.freqs.inv_freq.size()) return fmt::format("{:>14} {:>8}", "-", "");
@@ -128,21 +83,12 @@ void print_table(const ModelConfig& config, const Comparison& c) {
 
 void run_compare(const CompareOptions& o) {
   const ModelConfig config = load_model_source(o.model);
-  if (o.seq_len > 0 && !o.positions.empty()) {
-    const std::int64_t largest = *std::max_element(o.positions.begin(), o.positions.end());
-    if (largest >= o.seq_len) {
-      throw Error(fmt::format(
-          "--seq-len ({}) must exceed the largest of --positions ({}): it is the largest position "
-          "+ 1 (or give --seq-len 0, at initialisation)",
-          o.seq_len, largest));
-    }
-  }
-  const Comparison c = compare_engines(config.spec, o.seq_len, o.positions, config.model_type);
+  check_seq_len_covers(o.seq_len, o.positions, "--seq-len", "--positions");
   if (o.json) {
-    print_json(config, c);
-  } else {
-    print_table(config, c);
+    std::cout << compare_json(config, o.seq_len, o.positions) << "\n";
+    return;
   }
+  print_table(config, compare_engines(config.spec, o.seq_len, o.positions, config.model_type));
 }
 
 }  // namespace

@@ -5,12 +5,12 @@
 #include <string>
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include "commands.h"
 #include "model_source.h"
 #include "posenc/analysis/doctor.h"
 #include "posenc/io/config.h"
+#include "posenc/report/json.h"
 
 namespace posenc::cli {
 namespace {
@@ -22,29 +22,12 @@ struct DoctorOptions {
 
 void run_doctor(const DoctorOptions& o) {
   const ModelConfig config = load_model_source(o.model);
-  const std::vector<Finding> findings = diagnose(config);
-  int errors = 0, warnings = 0, infos = 0;
-  for (const Finding& f : findings) {
-    (f.severity == "error" ? errors : f.severity == "warning" ? warnings : infos) += 1;
-  }
   if (o.json) {
-    nlohmann::json j;
-    j["source"] = config.source;
-    j["model_type"] = config.model_type;
-    j["rope_type"] = method_name(config.spec);
-    nlohmann::json list = nlohmann::json::array();
-    for (const Finding& f : findings) {
-      list.push_back({{"id", f.id},
-                      {"severity", f.severity},
-                      {"title", f.title},
-                      {"detail", f.detail},
-                      {"advice", f.advice}});
-    }
-    j["findings"] = std::move(list);
-    j["counts"] = {{"error", errors}, {"warning", warnings}, {"info", infos}};
-    std::cout << j.dump(2) << "\n";
+    std::cout << doctor_json(config) << "\n";
     return;
   }
+  const std::vector<Finding> findings = diagnose(config);
+  const auto [errors, warnings, infos] = count_findings(findings);
   fmt::print("{}  ({}, {})\n", config.source,
              config.model_type.empty() ? "unknown model_type" : config.model_type,
              method_name(config.spec));

@@ -22,13 +22,13 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
-#include "encoding_json.h"
 #include "options.h"
 #include "output_file.h"
 #include "posenc/core/error.h"
 #include "posenc/llama/llama.h"
 #include "posenc/llama/perplexity.h"
 #include "posenc/report/figures.h"
+#include "report/encoding_json.h"
 
 namespace posenc::cli {
 namespace {
@@ -257,16 +257,16 @@ void run_eval(const EvalOptions& o) {
            {"windows", r.windows},
            {"tokens_run", r.tokens_run},
            {"tokens_scored", r.tokens_scored},
-           {"nll", number_or_null(r.tokens_scored ? r.nll_sum / static_cast<double>(r.tokens_scored)
-                                                  : NAN)},
-           {"perplexity", number_or_null(r.perplexity)},
+           {"nll", detail::number_or_null(
+                       r.tokens_scored ? r.nll_sum / static_cast<double>(r.tokens_scored) : NAN)},
+           {"perplexity", detail::number_or_null(r.perplexity)},
            {"reason", std::isfinite(r.perplexity) ? nlohmann::json(nullptr)
                                                   : nlohmann::json(non_finite_reason(r))},
            {"seconds", r.seconds},
            {"tokens_per_second",
             r.seconds > 0 ? static_cast<double>(r.tokens_run) / r.seconds : 0.0},
            {"rerotations", r.rerotations}});
-      table[c.method][std::to_string(c.ctx)] = number_or_null(r.perplexity);
+      table[c.method][std::to_string(c.ctx)] = detail::number_or_null(r.perplexity);
     }
     nlohmann::json j = {
         {"model", o.model},
@@ -287,7 +287,7 @@ void run_eval(const EvalOptions& o) {
         {"methods", o.methods},
         {"results", results},
         {"table", table}};
-    std::cout << j.dump(2) << "\n";
+    std::cout << detail::json_text(j) << "\n";
   } else {
     fmt::print("perplexity of {} on {} ({} tokens)\n{}\n\n", o.model, o.text, tokens.size(),
                protocol_line(o, trained));

@@ -7,16 +7,15 @@
 #include <string>
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include "commands.h"
-#include "encoding_json.h"
 #include "model_source.h"
 #include "options.h"
 #include "posenc/analysis/pairs.h"
 #include "posenc/core/error.h"
 #include "posenc/core/frequencies.h"
 #include "posenc/io/config.h"
+#include "posenc/report/json.h"
 
 namespace posenc::cli {
 namespace {
@@ -28,45 +27,6 @@ struct InspectOptions {
   bool json = false;
   CLI::Option* seq_len_option = nullptr;
 };
-
-void print_json(const ModelConfig& config, const RopeSpec& spec, const Frequencies& f,
-                const std::vector<std::string>& warnings, double context) {
-  nlohmann::json j;
-  j["source"] = config.source;
-  j["model_type"] = config.model_type;
-  put_encoding_json(j, f);  // f.spec is `spec`
-  j["rope_theta"] = spec.rope_theta;
-  j["factor"] = spec.factor;
-  j["scale_in_effect"] = f.scale;
-  j["base_in_effect"] = f.base;
-  j["original_max_position_embeddings"] = spec.original_max_position_embeddings;
-  j["max_position_embeddings"] = spec.max_position_embeddings;
-  const ContextLengths ctx = context_lengths(spec);
-  j["original_context"] = ctx.original;
-  j["extended_context"] = ctx.extended;
-  j["context_assumed"] = ctx.assumed;
-  j["inv_freq"] = f.inv_freq;
-  j["freq_factors"] =
-      spec.freq_factors.empty() ? nlohmann::json(nullptr) : nlohmann::json(spec.freq_factors);
-  if (f.correction_low) j["correction_range"] = {*f.correction_low, *f.correction_high};
-  nlohmann::json pairs = nlohmann::json::array();
-  for (const PairRow& r : pair_rows(f, context)) {
-    pairs.push_back({{"index", r.index},
-                     {"inv_freq", r.inv_freq},
-                     {"wavelength", optional_json(r.wavelength)},
-                     {"rotations", optional_json(r.rotations)},
-                     {"interpolation_weight", r.weight},
-                     {"ratio_to_unscaled", optional_json(r.ratio)},
-                     {"treatment", std::string(r.treatment)}});
-  }
-  j["pairs"] = std::move(pairs);
-  j["warnings"] = warnings;
-  j["ignored_keys"] = config.ignored_keys;
-  std::vector<std::string> layer_types;
-  for (const auto& [name, unused] : config.layer_specs) layer_types.push_back(name);
-  j["layer_types"] = layer_types;
-  std::cout << j.dump(2) << "\n";
-}
 
 std::string opt(const std::optional<double>& v, const char* format) {
   return v ? fmt::format(fmt::runtime(format), *v) : std::string("-");
@@ -152,14 +112,14 @@ void run_inspect(const InspectOptions& o) {
         o.seq_len, method_name(spec), config.source,
         methods_with(&MethodInfo::depends_on_seq_len)));
   }
+  if (o.json) {
+    std::cout << inspect_json(config, numerics, o.seq_len) << "\n";
+    return;
+  }
   const Frequencies f = compute_frequencies(spec, numerics, o.seq_len);
   // r = L / wavelength is counted over the original context, or the only context the model has.
   const double context = static_cast<double>(context_lengths(spec).original);
-  if (o.json) {
-    print_json(config, spec, f, config.warnings, context);
-  } else {
-    print_table(config, spec, f, config.warnings, context);
-  }
+  print_table(config, spec, f, config.warnings, context);
 }
 
 }  // namespace

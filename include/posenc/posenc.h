@@ -9,7 +9,8 @@
 //              extend.h (--scaling), npy.h
 //   analysis/  engines.h (transformers, llama.cpp, vLLM side by side), doctor.h, verify.h, pairs.h
 //   llama/     llama.h (the stories260K model), perplexity.h
-//   report/    svg.h, figures.h, report.h (the HTML page)
+//   report/    svg.h, figures.h, report.h (the HTML page), json.h (the --json of inspect,
+//              compare and doctor)
 #pragma once
 
 #include "posenc/analysis/doctor.h"
@@ -34,6 +35,7 @@
 #include "posenc/llama/llama.h"
 #include "posenc/llama/perplexity.h"
 #include "posenc/report/figures.h"
+#include "posenc/report/json.h"
 #include "posenc/report/report.h"
 #include "posenc/report/svg.h"
 #include "posenc/rope/apply.h"

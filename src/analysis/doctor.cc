@@ -458,4 +458,12 @@ std::vector<Finding> diagnose(const ModelConfig& config) {
   return out;
 }
 
+FindingCounts count_findings(const std::vector<Finding>& findings) {
+  FindingCounts n;
+  for (const Finding& f : findings) {
+    (f.severity == "error" ? n.error : f.severity == "warning" ? n.warning : n.info) += 1;
+  }
+  return n;
+}
+
 }  // namespace posenc

@@ -42,4 +42,12 @@ struct Finding {
 // order of the table above. Throws Error only when the spec itself is invalid.
 std::vector<Finding> diagnose(const ModelConfig& config);
 
+// How many findings have each severity (what `posenc doctor` prints last).
+struct FindingCounts {
+  int error = 0;
+  int warning = 0;
+  int info = 0;
+};
+FindingCounts count_findings(const std::vector<Finding>& findings);
+
 }  // namespace posenc

@@ -130,10 +130,17 @@ struct Comparison {
 };
 
 // Every engine's view of `spec`, each compared with kPrecise. `positions` empty: the defaults.
-// Throws Error for a negative position or one that does not fit ggml's int32 positions.
+// Throws Error for a negative position or one that does not fit ggml's int32 positions, and as
+// check_seq_len_covers() does.
 Comparison compare_engines(const RopeSpec& spec, std::int64_t seq_len = 0,
                            std::span<const std::int64_t> positions = {},
                            std::string_view model_type = {});
+
+// Throws Error when seq_len > 0 and some of `positions` is not below it (seq_len is the largest
+// position + 1); the message names them `seq_len_name` and `positions_name` (the CLI's flags).
+void check_seq_len_covers(std::int64_t seq_len, std::span<const std::int64_t> positions,
+                          std::string_view seq_len_name = "seq_len",
+                          std::string_view positions_name = "positions");
 
 // The relative inv_freq difference of pair i between `freqs` and `reference` (0 when both are 0;
 // infinity when only the reference is 0). Both must have the same pair count (else Error).

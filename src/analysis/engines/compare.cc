@@ -190,8 +190,20 @@ const EngineComparison& Comparison::at(Engine engine) const {
   throw Error("compare_engines: no result for engine " + std::string(engine_name(engine)));
 }
 
+void check_seq_len_covers(std::int64_t seq_len, std::span<const std::int64_t> positions,
+                          std::string_view seq_len_name, std::string_view positions_name) {
+  if (seq_len <= 0 || positions.empty()) return;
+  const std::int64_t largest = *std::max_element(positions.begin(), positions.end());
+  if (largest < seq_len) return;
+  const std::string seq(seq_len_name);
+  throw Error(seq + " (" + std::to_string(seq_len) + ") must exceed the largest of " +
+              std::string(positions_name) + " (" + std::to_string(largest) +
+              "): it is the largest position + 1 (or give " + seq + " 0, at initialisation)");
+}
+
 Comparison compare_engines(const RopeSpec& spec, std::int64_t seq_len,
                            std::span<const std::int64_t> positions, std::string_view model_type) {
+  check_seq_len_covers(seq_len, positions);
   Comparison out;
   out.spec = spec;
   out.model_type = std::string(model_type);

@@ -1,4 +1,6 @@
-// cli/encoding_json.h: the JSON fields every command prints about the encoding it used.
+// src/report/encoding_json.h: the JSON fields every command prints about the encoding it used
+// (internal; report/json.cc and the CLI's apply and eval share it, the one header of src/ the CLI
+// includes).
 #pragma once
 
 #include <cmath>
@@ -9,7 +11,7 @@
 
 #include "posenc/core/frequencies.h"
 
-namespace posenc::cli {
+namespace posenc::detail {
 
 // rope_type, numerics, seq_len, head_dim, rotary_dim, rotary_offset, layout, attention_factor
 // and softmax_scale_multiplier of `f` (and its spec) into the object `j`.
@@ -26,6 +28,12 @@ inline void put_encoding_json(nlohmann::json& j, const Frequencies& f) {
   j["softmax_scale_multiplier"] = f.softmax_scale_multiplier;
 }
 
+// `j` as the tool prints it (dump(2)); text that is not UTF-8 (a file name, a GGUF string) gets
+// U+FFFD for each bad byte, where dump() alone would throw.
+inline std::string json_text(const nlohmann::json& j) {
+  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
 // A number, or null when it is not finite (JSON has no NaN or infinity).
 inline nlohmann::json number_or_null(double v) {
   return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr);
@@ -36,4 +44,4 @@ inline nlohmann::json optional_json(const std::optional<double>& v) {
   return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
 }
 
-}  // namespace posenc::cli
+}  // namespace posenc::detail

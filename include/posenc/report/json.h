@@ -1,0 +1,36 @@
+// posenc/report/json.h: the JSON objects `posenc inspect`, `posenc compare` and `posenc doctor`
+// print with --json, as text (the tool and the Python bindings both print these).
+//
+// Each returns the object as nlohmann::json's dump(2) writes it (keys sorted, two-space indent),
+// without a trailing newline. NaN and infinity are written as null; text that is not UTF-8 (a
+// file name) has U+FFFD for each bad byte.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "posenc/core/numerics.h"
+#include "posenc/io/config.h"
+
+namespace posenc {
+
+// `posenc inspect --json`: source, model_type, the encoding (rope_type, numerics, seq_len,
+// head_dim, rotary_dim, rotary_offset, layout, attention_factor, softmax_scale_multiplier), the
+// spec's scalars and contexts, inv_freq, freq_factors, correction_range (yarn), pairs (one object
+// per pair_rows() row), warnings, ignored_keys, layer_types. Throws Error for a negative seq_len
+// or an invalid spec.
+std::string inspect_json(const ModelConfig& config, Numerics numerics, std::int64_t seq_len = 0);
+
+// `posenc compare --json`: source, model_type, rope_type, seq_len, positions, reference, and
+// engines (per engine: inv_freq, relative_difference, rounding_budget, the scalars,
+// cos_sin_difference per position, notes, verdict, verdict_text). `positions` empty: the
+// defaults. Throws Error as compare_engines() does.
+std::string compare_json(const ModelConfig& config, std::int64_t seq_len = 0,
+                         const std::vector<std::int64_t>& positions = {});
+
+// `posenc doctor --json`: source, model_type, rope_type, findings (id, severity, title, detail,
+// advice, in diagnose()'s order) and counts (error, warning, info).
+std::string doctor_json(const ModelConfig& config);
+
+}  // namespace posenc

@@ -1,0 +1,128 @@
+// report/json.h: the --json objects of inspect, compare and doctor, built once for the tool and
+// the bindings.
+#include "posenc/report/json.h"
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "posenc/analysis/doctor.h"
+#include "posenc/analysis/engines.h"
+#include "posenc/analysis/pairs.h"
+#include "posenc/core/frequencies.h"
+#include "posenc/core/spec.h"
+#include "report/encoding_json.h"
+
+namespace posenc {
+
+using detail::number_or_null;
+using detail::optional_json;
+
+std::string inspect_json(const ModelConfig& config, Numerics numerics, std::int64_t seq_len) {
+  const RopeSpec& spec = config.spec;
+  const Frequencies f = compute_frequencies(spec, numerics, seq_len);  // refuses seq_len < 0
+  // r = L / wavelength is counted over the original context, or the only context the model has.
+  const ContextLengths ctx = context_lengths(spec);
+  nlohmann::json j;
+  j["source"] = config.source;
+  j["model_type"] = config.model_type;
+  detail::put_encoding_json(j, f);
+  j["rope_theta"] = spec.rope_theta;
+  j["factor"] = spec.factor;
+  j["scale_in_effect"] = f.scale;
+  j["base_in_effect"] = f.base;
+  j["original_max_position_embeddings"] = spec.original_max_position_embeddings;
+  j["max_position_embeddings"] = spec.max_position_embeddings;
+  j["original_context"] = ctx.original;
+  j["extended_context"] = ctx.extended;
+  j["context_assumed"] = ctx.assumed;
+  j["inv_freq"] = f.inv_freq;
+  j["freq_factors"] =
+      spec.freq_factors.empty() ? nlohmann::json(nullptr) : nlohmann::json(spec.freq_factors);
+  if (f.correction_low) j["correction_range"] = {*f.correction_low, *f.correction_high};
+  nlohmann::json pairs = nlohmann::json::array();
+  for (const PairRow& r : pair_rows(f, static_cast<double>(ctx.original))) {
+    pairs.push_back({{"index", r.index},
+                     {"inv_freq", r.inv_freq},
+                     {"wavelength", optional_json(r.wavelength)},
+                     {"rotations", optional_json(r.rotations)},
+                     {"interpolation_weight", r.weight},
+                     {"ratio_to_unscaled", optional_json(r.ratio)},
+                     {"treatment", std::string(r.treatment)}});
+  }
+  j["pairs"] = std::move(pairs);
+  j["warnings"] = config.warnings;
+  j["ignored_keys"] = config.ignored_keys;
+  std::vector<std::string> layer_types;
+  for (const auto& [name, unused] : config.layer_specs) layer_types.push_back(name);
+  j["layer_types"] = layer_types;
+  return detail::json_text(j);
+}
+
+std::string compare_json(const ModelConfig& config, std::int64_t seq_len,
+                         const std::vector<std::int64_t>& positions) {
+  const Comparison c = compare_engines(config.spec, seq_len, positions, config.model_type);
+  nlohmann::json j;
+  j["source"] = config.source;
+  j["model_type"] = config.model_type;
+  j["rope_type"] = method_name(c.spec);
+  j["seq_len"] = c.seq_len;
+  j["positions"] = c.positions;
+  j["reference"] = "precise";
+  nlohmann::json engines = nlohmann::json::array();
+  for (const EngineComparison& e : c.engines) {
+    nlohmann::json o;
+    o["engine"] = std::string(engine_name(e.view.engine));
+    o["numerics"] = e.view.freqs.inv_freq.empty()
+                        ? nlohmann::json(nullptr)
+                        : nlohmann::json(std::string(numerics_name(e.view.freqs.numerics)));
+    o["supported"] = e.view.supported;
+    o["unsupported_reason"] = e.view.unsupported_reason;
+    o["inv_freq"] = e.view.freqs.inv_freq;
+    nlohmann::json rel = nlohmann::json::array();
+    for (double d : e.relative_difference) rel.push_back(number_or_null(d));
+    o["relative_difference"] = rel;
+    o["rounding_budget"] = e.budget;
+    o["max_relative_difference"] = number_or_null(e.max_relative_difference);
+    o["pairs_differing"] = e.pairs_differing;
+    o["attention_factor"] = e.view.attention_factor;
+    o["softmax_scale_multiplier"] = e.view.softmax_scale_multiplier;
+    o["attention_factor_differs"] = e.attention_factor_differs;
+    o["softmax_scale_differs"] = e.softmax_scale_differs;
+    nlohmann::json cs = nlohmann::json::array();
+    for (std::size_t k = 0; k < e.cos_sin_difference.size(); ++k) {
+      cs.push_back({{"position", c.positions[k]}, {"max_abs_difference", e.cos_sin_difference[k]}});
+    }
+    o["cos_sin_difference"] = cs;
+    o["notes"] = e.view.notes;
+    o["verdict"] = std::string(verdict_name(e.verdict));
+    o["verdict_text"] = e.verdict_text;
+    engines.push_back(std::move(o));
+  }
+  j["engines"] = std::move(engines);
+  return detail::json_text(j);
+}
+
+std::string doctor_json(const ModelConfig& config) {
+  const std::vector<Finding> findings = diagnose(config);
+  const FindingCounts n = count_findings(findings);
+  nlohmann::json j;
+  j["source"] = config.source;
+  j["model_type"] = config.model_type;
+  j["rope_type"] = method_name(config.spec);
+  nlohmann::json list = nlohmann::json::array();
+  for (const Finding& f : findings) {
+    list.push_back({{"id", f.id},
+                    {"severity", f.severity},
+                    {"title", f.title},
+                    {"detail", f.detail},
+                    {"advice", f.advice}});
+  }
+  j["findings"] = std::move(list);
+  j["counts"] = {{"error", n.error}, {"warning", n.warning}, {"info", n.info}};
+  return detail::json_text(j);
+}
+
+}  // namespace posenc
