@@ -13,6 +13,7 @@
 #include "posenc/io/gguf.h"
 #include "posenc/io/model.h"
 #include "posenc/io/presets.h"
+#include "posenc/report/json.h"
 
 namespace posenc::python {
 namespace {
@@ -173,6 +174,22 @@ void bind_spec(py::module_& m) {
                                return names;
                              })
       .def("__repr__", &spec_repr);
+
+  // The commands' --json, as text the Python layer turns into dicts (json.loads).
+  m.def(
+      "_inspect_json",
+      [](const Spec& s, const std::string& numerics, std::int64_t seq_len) {
+        return inspect_json(s.config(), numerics_arg(numerics), seq_len);
+      },
+      py::arg("spec"), py::arg("numerics"), py::arg("seq_len"));
+  m.def(
+      "_compare_json",
+      [](const Spec& s, std::int64_t seq_len, const std::vector<std::int64_t>& positions) {
+        return compare_json(s.config(), seq_len, positions);
+      },
+      py::arg("spec"), py::arg("seq_len"), py::arg("positions"));
+  m.def(
+      "_doctor_json", [](const Spec& s) { return doctor_json(s.config()); }, py::arg("spec"));
 }
 
 }  // namespace posenc::python
