@@ -4,6 +4,7 @@
 
 #include <sleef.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <string>
@@ -17,6 +18,14 @@ float Sleef_powf1_u10purecfma(float, float);
 float Sleef_cosf1_u10purecfma(float);
 float Sleef_sinf1_u10purecfma(float);
 }
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+extern "C" {
+__m256 Sleef_cosf8_u10avx2(__m256);
+__m256 Sleef_sinf8_u10avx2(__m256);
+}
+#endif
 
 namespace posenc {
 namespace {
@@ -124,6 +133,62 @@ float torch_cos(float x, TorchCapability capability) {
 
 float torch_sin(float x, TorchCapability capability) {
   return uses_sleef(capability) ? Sleef_sinf1_u10purecfma(x) : ::sinf(x);
+}
+
+namespace {
+
+// Sleef's u10 cosf/sinf take the Cody-Waite path for a vector only if every lane has
+// |x| < TRIGRANGEMAX2f = 125 (checked against Sleef_cosf8_u10avx2), else Payne-Hanek (rempif)
+// for every lane.
+constexpr float kTrigRangeMax2 = 125.0f;
+
+bool fast_lane(float x) { return std::fabs(x) < kTrigRangeMax2; }
+
+#if defined(__x86_64__) || defined(__i386__)
+// The Payne-Hanek result for a small x: lane 0 of a vector whose other lanes force that path.
+__attribute__((target("avx2,fma"))) void slow_cos_sin(float x, float& c, float& s) {
+  const __m256 v = _mm256_setr_ps(x, kTrigRangeMax2, kTrigRangeMax2, kTrigRangeMax2, kTrigRangeMax2,
+                                  kTrigRangeMax2, kTrigRangeMax2, kTrigRangeMax2);
+  c = _mm256_cvtss_f32(Sleef_cosf8_u10avx2(v));
+  s = _mm256_cvtss_f32(Sleef_sinf8_u10avx2(v));
+}
+#else
+void slow_cos_sin(float, float&, float&) {
+  throw Error("torch's Sleef cos/sin are only reproduced on x86-64");
+}
+#endif
+
+}  // namespace
+
+void torch_cos_sin_row(std::span<const float> angles, std::span<float> cos_out,
+                       std::span<float> sin_out, TorchCapability capability) {
+  const std::size_t n = angles.size();
+  if (!uses_sleef(capability)) {
+    for (std::size_t i = 0; i < n; ++i) {
+      cos_out[i] = ::cosf(angles[i]);
+      sin_out[i] = ::sinf(angles[i]);
+    }
+    return;
+  }
+  // vec::map over emb = [angles, angles]: lane groups of `lanes` slots; a partial last group is
+  // zero-padded (zeros are fast lanes).
+  const std::size_t lanes = capability == TorchCapability::kAvx512 ? 16 : 8;
+  const std::size_t width = 2 * n;
+  for (std::size_t g = 0; g * lanes < n; ++g) {
+    const std::size_t lo = g * lanes;
+    const std::size_t hi = std::min(lo + lanes, width);
+    bool fast = true;
+    for (std::size_t j = lo; j < hi; ++j) fast = fast && fast_lane(angles[j % n]);
+    for (std::size_t i = lo; i < std::min(hi, n); ++i) {
+      const float x = angles[i];
+      if (fast || !fast_lane(x)) {
+        cos_out[i] = Sleef_cosf1_u10purecfma(x);
+        sin_out[i] = Sleef_sinf1_u10purecfma(x);
+      } else {
+        slow_cos_sin(x, cos_out[i], sin_out[i]);
+      }
+    }
+  }
 }
 
 }  // namespace posenc::detail

@@ -20,8 +20,16 @@ std::size_t torch_pow_body_width(TorchCapability capability);
 std::vector<float> torch_pow(float base, std::span<const float> exponents,
                              TorchCapability capability = torch_capability());
 
-// torch.cos / torch.sin of one float32 (Sleef's FMA kernels, or cosf/sinf under DEFAULT).
+// torch.cos / torch.sin of one float32 alone (Sleef's FMA kernels, or cosf/sinf under DEFAULT).
 float torch_cos(float x, TorchCapability capability = torch_capability());
 float torch_sin(float x, TorchCapability capability = torch_capability());
+
+// cos and sin of transformers' emb = cat(angles, angles) at one position, as torch computes them
+// on the contiguous [.., 2n] tensor: Sleef's vector kernels reduce a whole vector (8 lanes AVX2,
+// 16 AVX512) the slower, more exact way when any lane has |x| >= 125, which changes the last bit
+// of some small lanes; so each result depends on its lane group in the emb row (exact when 2n is
+// a multiple of 8, i.e. rows start on a vector). Writes the first half (slots 0..n-1).
+void torch_cos_sin_row(std::span<const float> angles, std::span<float> cos_out,
+                       std::span<float> sin_out, TorchCapability capability = torch_capability());
 
 }  // namespace posenc::detail

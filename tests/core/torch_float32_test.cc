@@ -6,7 +6,8 @@
 // - TorchPow: the index at which hf's inv_freq stops using Sleef's powf and starts using the C
 //   library's is W * floor(n / W) for the capability's W (16, 32; DEFAULT: libm throughout), for
 //   n = 12..40 pairs; each checked entry is one where the two functions give different results.
-// - TorchCosSin: hf's cos/sin at positions where Sleef and the C library differ.
+// - TorchCosSin: hf's cos/sin at positions where Sleef and the C library differ, and where a
+//   Sleef vector's large lane changes a small lane's result (the value torch 1.13 printed).
 #include <gtest/gtest.h>
 #include <sleef.h>
 
@@ -155,6 +156,26 @@ TEST(TorchCosSin, HfUsesTheCapabilitysFunctions) {
   }
   EXPECT_GE(cos_checked, 50);
   EXPECT_GE(sin_checked, 50);
+}
+
+// Llama 2 (D = 128, b = 1e4) at position 4095: pair 31's angle 47.288322 is below 125, but its
+// 8-lane group (pairs 24..31) holds larger angles, so Sleef's vector cos reduces it the
+// Payne-Hanek way. torch 1.13 (AVX2) gives cos = -0.9865114092826843 (emb.cos()), where the
+// angle alone gives -0.9865113496780396.
+TEST(TorchCosSin, ALargeLaneInTheVectorChangesTheSmallOnes) {
+  const TorchCapability cap = posenc::torch_capability();
+  const posenc::Frequencies f = posenc::compute_frequencies(
+      posenc::testing::make_spec(posenc::Method::kNone, 128), Numerics::kHf);
+  std::vector<double> c(64), s(64);
+  posenc::cos_sin_at(f, 4095, c, s);
+  const float angle = static_cast<float>(f.inv_freq[31]) * 4095.0f;
+  ASSERT_EQ(angle, 47.28832244873047f);
+  if (cap == TorchCapability::kDefault) {
+    EXPECT_EQ(c[31], static_cast<double>(::cosf(angle)));
+  } else {
+    EXPECT_EQ(Sleef_cosf1_u10purecfma(angle), -0.9865113496780396f);
+    EXPECT_EQ(c[31], -0.9865114092826843);
+  }
 }
 
 }  // namespace

@@ -12,8 +12,8 @@
 //     through the C library's powf; the DEFAULT capability uses powf throughout (PowTensor);
 //   - `tensor ** scalar` on a 0-dim tensor is std::pow(float, double): long double here, rounded
 //     once (the same value);
-//   - cos/sin are Sleef's FMA cosf/sinf on every element (no scalar tail), cosf/sinf under
-//     DEFAULT;
+//   - cos/sin are Sleef's vector cosf/sinf over the contiguous emb row (no scalar tail; a lane's
+//     result depends on its 8-lane group, TorchCosSinRow), cosf/sinf under DEFAULT;
 //   - the capability: ATEN_CPU_CAPABILITY ("default", "avx2", "avx512", anything else ignored),
 //     else AVX2 when the CPU has AVX2 and FMA, else DEFAULT (torch never picks AVX512 itself).
 //   - comparisons of a float32 tensor with a Python float compare with fl32 of the float;
@@ -43,6 +43,11 @@ extern "C" {
 float Sleef_powf1_u10purecfma(float, float);
 float Sleef_cosf1_u10purecfma(float);
 float Sleef_sinf1_u10purecfma(float);
+}
+#include <immintrin.h>
+extern "C" {
+__m256 Sleef_cosf8_u10(__m256);  // libsleef's dispatcher, as torch's Vectorized<float>::cos calls
+__m256 Sleef_sinf8_u10(__m256);
 }
 
 namespace posenc_hf {
@@ -88,12 +93,52 @@ inline std::vector<float> PowTensor(float base, const std::vector<float>& expone
   return p;
 }
 
-// torch.cos / torch.sin of a float32.
-inline float TorchCos(float x, Cap cap = Capability()) {
-  return cap == Cap::kDefault ? ::cosf(x) : Sleef_cosf1_u10purecfma(x);
+// torch.cos / torch.sin over one contiguous emb row [angles, angles] (vec::map): AVX2 runs
+// Sleef_cosf8_u10 on each 8 consecutive floats of the row, zero-padding the last; a Sleef vector
+// whose lanes are not all below 125 in magnitude reduces every lane the Payne-Hanek way. AVX512
+// (16 lanes, not runnable here) is emulated by pushing each lane of a 16-group that has such a
+// lane through an 8-vector padded with 125s. Returns the first n slots.
+__attribute__((target("avx2,fma"))) inline void Sleef8(const float* in, float* c, float* s) {
+  const __m256 v = _mm256_loadu_ps(in);
+  _mm256_storeu_ps(c, Sleef_cosf8_u10(v));
+  _mm256_storeu_ps(s, Sleef_sinf8_u10(v));
 }
-inline float TorchSin(float x, Cap cap = Capability()) {
-  return cap == Cap::kDefault ? ::sinf(x) : Sleef_sinf1_u10purecfma(x);
+
+inline void TorchCosSinRow(const std::vector<float>& angles, std::vector<float>& cos_out,
+                           std::vector<float>& sin_out, Cap cap = Capability()) {
+  const std::size_t n = angles.size();
+  cos_out.assign(n, 0.0f);
+  sin_out.assign(n, 0.0f);
+  if (cap == Cap::kDefault) {
+    for (std::size_t i = 0; i < n; ++i) {
+      cos_out[i] = ::cosf(angles[i]);
+      sin_out[i] = ::sinf(angles[i]);
+    }
+    return;
+  }
+  const std::size_t lanes = cap == Cap::kAvx512 ? 16 : 8;
+  std::vector<float> row(2 * n + lanes, 0.0f);  // zero padding past the row
+  for (std::size_t j = 0; j < 2 * n; ++j) row[j] = angles[j % n];
+  float c[8], s[8];
+  for (std::size_t lo = 0; lo < n; lo += lanes) {
+    if (lanes == 8) {
+      Sleef8(&row[lo], c, s);
+      for (std::size_t k = 0; k < 8 && lo + k < n; ++k) {
+        cos_out[lo + k] = c[k];
+        sin_out[lo + k] = s[k];
+      }
+      continue;
+    }
+    bool any_big = false;
+    for (std::size_t k = 0; k < 16; ++k) any_big = any_big || !(std::fabs(row[lo + k]) < 125.0f);
+    for (std::size_t k = 0; k < 16 && lo + k < n; ++k) {
+      float v[8] = {row[lo + k], 0, 0, 0, 0, 0, 0, 0};
+      if (any_big) std::fill(v + 1, v + 8, 125.0f);
+      Sleef8(v, c, s);
+      cos_out[lo + k] = c[0];
+      sin_out[lo + k] = s[0];
+    }
+  }
 }
 
 // 1.0 / t: reciprocal, then * 1.0 (exact).
@@ -307,14 +352,14 @@ inline void CosSinAt(const std::vector<float>& inv_freq, double attention_factor
                      std::vector<float>& sin_out) {
   const float p = Fl32(static_cast<double>(position));
   const float af = Fl32(attention_factor);
+  std::vector<float> angle(inv_freq.size()), cf, sf;
+  for (std::size_t i = 0; i < inv_freq.size(); ++i) angle[i] = p * inv_freq[i];
+  TorchCosSinRow(angle, cf, sf);
   cos_out.resize(inv_freq.size());
   sin_out.resize(inv_freq.size());
   for (std::size_t i = 0; i < inv_freq.size(); ++i) {
-    const float angle = p * inv_freq[i];
-    const float cf = TorchCos(angle);
-    const float sf = TorchSin(angle);
-    cos_out[i] = cf * af;
-    sin_out[i] = sf * af;
+    cos_out[i] = cf[i] * af;
+    sin_out[i] = sf[i] * af;
   }
 }
 
