@@ -25,6 +25,7 @@ import tempfile
 import numpy as np
 import torch
 
+# torch.cos over a tensor depends on its thread count (docs/numerics.md): posenc matches one thread.
 torch.set_num_threads(1)
 
 
