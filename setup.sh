@@ -12,7 +12,7 @@ set -euo pipefail
 cd "$(dirname "$0")"
 
 mode=${1:-run}
-packages=(cmake ninja-build g++ nlohmann-json3-dev libcli11-dev libfmt-dev libhwy-dev
+packages=(cmake ninja-build g++ nlohmann-json3-dev libcli11-dev libfmt-dev libhwy-dev libsleef-dev
           libgtest-dev libgmock-dev libbenchmark-dev libxml2-utils
           pybind11-dev python3-dev python3-numpy)  # the Python package (python/)
 case "$mode" in

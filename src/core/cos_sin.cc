@@ -3,8 +3,10 @@
 
 #include <cmath>
 #include <string>
+#include <vector>
 
 #include "core/ggml_model.h"
+#include "core/torch_float32.h"
 #include "posenc/core/error.h"
 
 namespace posenc {
@@ -81,15 +83,16 @@ void cos_sin_at(const Frequencies& freqs, std::int64_t position, std::span<doubl
       return;
     }
     case Numerics::kHf: {
-      // transformers: freqs = inv_freq.float() @ position_ids.float(); cos = emb.cos() * scaling.
+      // transformers: freqs = inv_freq.float() @ position_ids.float(); cos = emb.cos() * scaling,
+      // with torch's own float32 cos and sin over the emb row.
       const float p = static_cast<float>(position);
       const float af = static_cast<float>(freqs.attention_factor);
+      std::vector<float> angle(n), c(n), s(n);
+      for (std::size_t i = 0; i < n; ++i) angle[i] = static_cast<float>(freqs.inv_freq[i]) * p;
+      detail::torch_cos_sin_row(angle, c, s);
       for (std::size_t i = 0; i < n; ++i) {
-        const float angle = static_cast<float>(freqs.inv_freq[i]) * p;
-        const float c = static_cast<float>(std::cos(static_cast<double>(angle)));
-        const float s = static_cast<float>(std::sin(static_cast<double>(angle)));
-        cos_out[i] = c * af;
-        sin_out[i] = s * af;
+        cos_out[i] = c[i] * af;
+        sin_out[i] = s[i] * af;
       }
       return;
     }

@@ -3,8 +3,9 @@
 // Each function is written once over an arithmetic type T and mirrors Hugging Face
 // transformers' modeling_rope_utils.py operation by operation:
 //   - a Python scalar meeting a float32 tensor is first rounded to T: T(x);
-//   - `base ** t` is a float32 pow with the base rounded to float32 (rpow below computes it
-//     correctly rounded, through double);
+//   - `base ** t` is a float32 pow with the base rounded to float32, over the whole exponent
+//     tensor: torch's kernel picks Sleef or libm powf by the entry's index within the tensor
+//     (rpow below; torch_float32.h);
 //   - `1.0 / t` is a reciprocal; `scalar / tensor` is torch's `t.reciprocal() * scalar`, two
 //     roundings (Tensor.__rtruediv__), which matters for llama3's 2*pi / inv_freq;
 //   - Python-side arithmetic (correction range, attention factor) stays in double.
@@ -17,8 +18,10 @@
 #include <numbers>
 #include <span>
 #include <string>
+#include <type_traits>
 #include <utility>
 
+#include "core/torch_float32.h"
 #include "posenc/core/error.h"
 #include "posenc/core/frequencies.h"
 
@@ -27,11 +30,18 @@ namespace {
 
 constexpr double kTwoPi = 2.0 * std::numbers::pi;
 
-// Float32 pow as torch would ideally compute it: correctly rounded (the double result carries
-// 53 bits, so rounding it to float differs from a correctly rounded powf only on near-ties).
+// `base ** exponents` for one whole exponent tensor: in float32 what torch computes (which
+// function depends on the index and the tensor's length, so never split the vector); in double
+// std::pow.
 template <typename T>
-T rpow(T base, T exponent) {
-  return static_cast<T>(std::pow(static_cast<double>(base), static_cast<double>(exponent)));
+std::vector<T> rpow(T base, const std::vector<T>& exponents) {
+  if constexpr (std::is_same_v<T, float>) {
+    return torch_pow(base, exponents);
+  } else {
+    std::vector<T> p(exponents.size());
+    for (std::size_t i = 0; i < p.size(); ++i) p[i] = std::pow(base, exponents[i]);
+    return p;
+  }
 }
 
 template <typename T>
@@ -52,8 +62,8 @@ std::vector<T> exponents(std::int64_t count, std::int64_t denominator) {
 // 1 / base^(2i/D): transformers' `1.0 / (base ** (arange(0, dim, 2) / dim))`.
 template <typename T>
 std::vector<T> plain_inv_freq(double base, std::int64_t rotary_dim) {
-  std::vector<T> inv = exponents<T>(rotary_dim / 2, rotary_dim);
-  for (T& x : inv) x = T(1) / rpow(static_cast<T>(base), x);
+  std::vector<T> inv = rpow(static_cast<T>(base), exponents<T>(rotary_dim / 2, rotary_dim));
+  for (T& x : inv) x = T(1) / x;
   return inv;
 }
 
@@ -149,8 +159,8 @@ MethodResult dynamic(const RopeSpec& spec, std::int64_t seq_len) {
   const double exponent = static_cast<double>(d) / (static_cast<double>(d) - 2.0);
   const T base = static_cast<T>(spec.rope_theta) *
                  static_cast<T>(std::pow(static_cast<double>(growth), exponent));
-  std::vector<T> inv = exponents<T>(spec.rotary_dim / 2, spec.rotary_dim);
-  for (T& x : inv) x = T(1) / rpow(base, x);
+  std::vector<T> inv = rpow(base, exponents<T>(spec.rotary_dim / 2, spec.rotary_dim));
+  for (T& x : inv) x = T(1) / x;
   // The scale dynamic NTK reaches at this length: s * seq_len / L' - (s - 1).
   auto r =
       finish(inv, unscaled,
@@ -169,10 +179,12 @@ MethodResult yarn_at_scale(const RopeSpec& spec, double scale) {
   const double dim = static_cast<double>(spec.rotary_dim);
   const double L = static_cast<double>(spec.original_max_position_embeddings);
 
-  std::vector<T> extrap = exponents<T>(n, spec.rotary_dim);
+  const std::vector<T> pos_freqs =
+      rpow(static_cast<T>(spec.rope_theta), exponents<T>(n, spec.rotary_dim));
+  std::vector<T> extrap(pos_freqs.size());
   std::vector<T> interp(extrap.size());
   for (std::size_t i = 0; i < extrap.size(); ++i) {
-    const T pos_freq = rpow(static_cast<T>(spec.rope_theta), extrap[i]);
+    const T pos_freq = pos_freqs[i];
     extrap[i] = T(1) / pos_freq;
     interp[i] = T(1) / (static_cast<T>(scale) * pos_freq);
   }
@@ -286,9 +298,11 @@ MethodResult longrope(const RopeSpec& spec, std::int64_t seq_len) {
   const bool use_long = seq_len > spec.original_max_position_embeddings;
   const auto& factors = use_long ? spec.longrope.long_factor : spec.longrope.short_factor;
   const auto unscaled = plain_inv_freq<T>(spec.rope_theta, spec.rotary_dim);
-  std::vector<T> inv = exponents<T>(spec.rotary_dim / 2, spec.rotary_dim);
+  const std::vector<T> pos_freqs =
+      rpow(static_cast<T>(spec.rope_theta), exponents<T>(spec.rotary_dim / 2, spec.rotary_dim));
+  std::vector<T> inv(pos_freqs.size());
   for (std::size_t i = 0; i < inv.size(); ++i) {
-    inv[i] = T(1) / (static_cast<T>(factors[i]) * rpow(static_cast<T>(spec.rope_theta), inv[i]));
+    inv[i] = T(1) / (static_cast<T>(factors[i]) * pos_freqs[i]);
   }
   auto r = finish(inv, unscaled, {});
   const double s = spec.factor;
@@ -312,9 +326,8 @@ MethodResult proportional(const RopeSpec& spec, std::int64_t) {
   const std::int64_t rotated = proportional_rotated_pairs(spec);
   std::vector<T> unscaled(static_cast<std::size_t>(slots), T(0));
   const auto e = exponents<T>(rotated, spec.head_dim);
-  for (std::size_t i = 0; i < e.size(); ++i) {
-    unscaled[i] = T(1) / rpow(static_cast<T>(spec.rope_theta), e[i]);
-  }
+  const std::vector<T> pos_freqs = rpow(static_cast<T>(spec.rope_theta), e);
+  for (std::size_t i = 0; i < e.size(); ++i) unscaled[i] = T(1) / pos_freqs[i];
   auto inv = unscaled;
   for (T& x : inv) x /= static_cast<T>(spec.factor);
   std::vector<double> weight(inv.size(), 0.0);

@@ -14,7 +14,7 @@
 //   seeded random sweep of positions below 2^31.
 // - position 0 gives cos = attention factor and sin = 0 exactly; cos^2 + sin^2 = a^2 to 8 ulps
 //   (two squares and a sum of values already within 2^-50 a).
-// - kHf: bit for bit against the float32 emulation (both correctly rounded in every step).
+// - kHf: bit for bit against the float32 emulation (both compute torch's own cos/sin).
 // - docs/design.md §4's claim about hf's error at long range, measured.
 #include "posenc/core/cos_sin.h"
 

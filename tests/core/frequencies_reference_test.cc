@@ -29,8 +29,8 @@
 // - interpolation weights: 1e-14 absolute for blend weights (the same double ramp formula,
 //   a couple of roundings); 1e-13 absolute for log-based weights (ntk, longrope), since
 //   ln(unscaled / w) inherits the relative error of w (< 5e-15) divided by ln s >= ln 2.
-// - kHf: bit for bit. Both posenc and the emulation round every float32 operation
-//   correctly, so they must agree exactly; a mismatch is a bug on one side, never noise.
+// - kHf: bit for bit. Both posenc and the emulation round every float32 operation once and
+//   call torch's own pow (Sleef or libm by index), so a mismatch is a bug, never noise.
 // - kGgml (frequencies_from_ggml + cos_sin_at): bit for bit against the llama.cpp emulation,
 //   which calls the C library's powf/logf/cosf/sinf as ggml does.
 #include <gtest/gtest.h>

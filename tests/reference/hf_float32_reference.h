@@ -6,10 +6,16 @@
 //   - a Python scalar meeting a float32 tensor is first rounded to float32 (fl32 below);
 //   - `scalar / tensor` is `tensor.reciprocal() * scalar` (torch's __rtruediv__): two roundings;
 //   - `tensor / scalar`, `tensor * scalar`, `tensor - scalar`: one float32 operation;
-//   - `base ** tensor` and `tensor ** scalar` are float32 pow; here correctly rounded (computed
-//     in long double, rounded once to float). torch's own pow (Sleef or libm powf) is not
-//     correctly rounded everywhere, so real torch may differ from this by 1 ulp in rare
-//     entries (docs/design.md §4's budget); posenc's kHf promises the correctly rounded pipeline.
+//   - `base ** tensor` is torch 1.13's pow_tensor_tensor kernel (Debian's build, system
+//     libsleef 3.5.1): its vectorized loop takes 2 vectors per step, W = 16 floats under the AVX2
+//     capability (32 under AVX512), through Sleef's FMA powf, and the last n mod W entries
+//     through the C library's powf; the DEFAULT capability uses powf throughout (PowTensor);
+//   - `tensor ** scalar` on a 0-dim tensor is std::pow(float, double): long double here, rounded
+//     once (the same value);
+//   - cos/sin are Sleef's vector cosf/sinf over the contiguous emb row (no scalar tail; a lane's
+//     result depends on its 8-lane group, TorchCosSinRow), cosf/sinf under DEFAULT;
+//   - the capability: ATEN_CPU_CAPABILITY ("default", "avx2", "avx512", anything else ignored),
+//     else AVX2 when the CPU has AVX2 and FMA, else DEFAULT (torch never picks AVX512 itself).
 //   - comparisons of a float32 tensor with a Python float compare with fl32 of the float;
 //   - torch.arange(0, D, 2) is int64, `.float()` converts exactly, `/ D` is a float32 division.
 // Every float32 operation is written as its own statement with a store into a float, and the
@@ -19,23 +25,120 @@
 // Results are the float32 values; tests widen them to double exactly to compare with posenc.
 #pragma once
 
+#include <sleef.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 #include <optional>
 #include <vector>
 
 #include "reference/rope_reference.h"
+
+// sleef.h declares these only under FP_FAST_FMA (-mfma); they need an FMA CPU, which the AVX2
+// capability implies.
+extern "C" {
+float Sleef_powf1_u10purecfma(float, float);
+float Sleef_cosf1_u10purecfma(float);
+float Sleef_sinf1_u10purecfma(float);
+}
+#include <immintrin.h>
+extern "C" {
+__m256 Sleef_cosf8_u10(__m256);  // libsleef's dispatcher, as torch's Vectorized<float>::cos calls
+__m256 Sleef_sinf8_u10(__m256);
+}
 
 namespace posenc_hf {
 
 // Rounds a double (a Python float, or an int64 seq_len) to float32.
 inline float Fl32(double x) { return static_cast<float>(x); }
 
-// Correctly rounded float32 pow (see the header comment).
-inline float PowF(float base, float exponent) {
-  return static_cast<float>(
-      std::pow(static_cast<long double>(base), static_cast<long double>(exponent)));
+// torch's CPU capability, from the rule in the header comment. Width() is the pow loop's block.
+enum class Cap { kDefault, kAvx2, kAvx512 };
+
+inline Cap CapabilityNow() {
+  if (const char* v = std::getenv("ATEN_CPU_CAPABILITY")) {
+    if (std::strcmp(v, "default") == 0) return Cap::kDefault;
+    if (std::strcmp(v, "avx2") == 0) return Cap::kAvx2;
+    if (std::strcmp(v, "avx512") == 0) return Cap::kAvx512;
+  }
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") ? Cap::kAvx2
+                                                                         : Cap::kDefault;
+}
+
+inline Cap Capability() {
+  static const Cap kCap = CapabilityNow();
+  return kCap;
+}
+
+inline std::size_t Width(Cap c) { return c == Cap::kAvx512 ? 32 : c == Cap::kAvx2 ? 16 : 0; }
+
+// The two float32 pows torch's kernel uses.
+inline float SleefPowF(float base, float exponent) {
+  return Sleef_powf1_u10purecfma(base, exponent);
+}
+inline float LibmPowF(float base, float exponent) { return ::powf(base, exponent); }
+
+// `fl32(base) ** exponents`, one whole tensor (the function depends on the index and size).
+inline std::vector<float> PowTensor(float base, const std::vector<float>& exponents,
+                                    Cap cap = Capability()) {
+  const std::size_t w = Width(cap);
+  const std::size_t body = w == 0 ? 0 : exponents.size() / w * w;
+  std::vector<float> p(exponents.size());
+  for (std::size_t i = 0; i < p.size(); ++i) {
+    p[i] = i < body ? SleefPowF(base, exponents[i]) : LibmPowF(base, exponents[i]);
+  }
+  return p;
+}
+
+// torch.cos / torch.sin over one contiguous emb row [angles, angles] (vec::map): AVX2 runs
+// Sleef_cosf8_u10 on each 8 consecutive floats of the row, zero-padding the last; a Sleef vector
+// whose lanes are not all below 125 in magnitude reduces every lane the Payne-Hanek way. AVX512
+// (16 lanes, not runnable here) is emulated by pushing each lane of a 16-group that has such a
+// lane through an 8-vector padded with 125s. Returns the first n slots.
+__attribute__((target("avx2,fma"))) inline void Sleef8(const float* in, float* c, float* s) {
+  const __m256 v = _mm256_loadu_ps(in);
+  _mm256_storeu_ps(c, Sleef_cosf8_u10(v));
+  _mm256_storeu_ps(s, Sleef_sinf8_u10(v));
+}
+
+inline void TorchCosSinRow(const std::vector<float>& angles, std::vector<float>& cos_out,
+                           std::vector<float>& sin_out, Cap cap = Capability()) {
+  const std::size_t n = angles.size();
+  cos_out.assign(n, 0.0f);
+  sin_out.assign(n, 0.0f);
+  if (cap == Cap::kDefault) {
+    for (std::size_t i = 0; i < n; ++i) {
+      cos_out[i] = ::cosf(angles[i]);
+      sin_out[i] = ::sinf(angles[i]);
+    }
+    return;
+  }
+  const std::size_t lanes = cap == Cap::kAvx512 ? 16 : 8;
+  std::vector<float> row(2 * n + lanes, 0.0f);  // zero padding past the row
+  for (std::size_t j = 0; j < 2 * n; ++j) row[j] = angles[j % n];
+  float c[8], s[8];
+  for (std::size_t lo = 0; lo < n; lo += lanes) {
+    if (lanes == 8) {
+      Sleef8(&row[lo], c, s);
+      for (std::size_t k = 0; k < 8 && lo + k < n; ++k) {
+        cos_out[lo + k] = c[k];
+        sin_out[lo + k] = s[k];
+      }
+      continue;
+    }
+    bool any_big = false;
+    for (std::size_t k = 0; k < 16; ++k) any_big = any_big || !(std::fabs(row[lo + k]) < 125.0f);
+    for (std::size_t k = 0; k < 16 && lo + k < n; ++k) {
+      float v[8] = {row[lo + k], 0, 0, 0, 0, 0, 0, 0};
+      if (any_big) std::fill(v + 1, v + 8, 125.0f);
+      Sleef8(v, c, s);
+      cos_out[lo + k] = c[0];
+      sin_out[lo + k] = s[0];
+    }
+  }
 }
 
 // 1.0 / t: reciprocal, then * 1.0 (exact).
@@ -56,11 +159,9 @@ inline std::vector<float> Exponents(std::int64_t d, std::int64_t count) {
 inline std::vector<float> DefaultInvFreq(std::int64_t d, double base) {
   const std::vector<float> x = Exponents(d, d / 2);
   const float bf = Fl32(base);
+  const std::vector<float> p = PowTensor(bf, x);
   std::vector<float> w(x.size());
-  for (std::size_t i = 0; i < x.size(); ++i) {
-    const float p = PowF(bf, x[i]);
-    w[i] = Recip(p);
-  }
+  for (std::size_t i = 0; i < x.size(); ++i) w[i] = Recip(p[i]);
   return w;
 }
 
@@ -110,11 +211,9 @@ inline std::vector<float> DynamicInvFreq(std::int64_t d, double base, double fac
   if (seq_len <= max_pos) return DefaultInvFreq(d, base);
   const float bf = DynamicBase(d, base, factor, max_pos, seq_len);
   const std::vector<float> x = Exponents(d, d / 2);
+  const std::vector<float> p = PowTensor(bf, x);
   std::vector<float> w(x.size());
-  for (std::size_t i = 0; i < x.size(); ++i) {
-    const float p = PowF(bf, x[i]);
-    w[i] = Recip(p);
-  }
+  for (std::size_t i = 0; i < x.size(); ++i) w[i] = Recip(p[i]);
   return w;
 }
 
@@ -136,9 +235,10 @@ inline YarnResult YarnFrequencies(std::int64_t d, double base, double factor, st
   const std::vector<float> x = Exponents(d, n);
   const float bf = Fl32(base);
   const float sf = Fl32(factor);
+  const std::vector<float> pos_freqs = PowTensor(bf, x);
   std::vector<float> extrap(n), interp(n);
   for (std::int64_t i = 0; i < n; ++i) {
-    const float pos = PowF(bf, x[i]);
+    const float pos = pos_freqs[i];
     extrap[i] = Recip(pos);         // 1.0 / pos_freqs
     const float scaled = sf * pos;  // factor * pos_freqs
     interp[i] = Recip(scaled);      // 1.0 / (factor * pos_freqs)
@@ -218,9 +318,10 @@ inline std::vector<float> LongropeInvFreq(std::int64_t d, double base,
                                           const std::vector<double>& factors) {
   const std::vector<float> x = Exponents(d, d / 2);
   const float bf = Fl32(base);
+  const std::vector<float> pos_freqs = PowTensor(bf, x);
   std::vector<float> w(x.size());
   for (std::size_t i = 0; i < x.size(); ++i) {
-    const float p = PowF(bf, x[i]);
+    const float p = pos_freqs[i];
     const float ext = Fl32(factors[i]);
     const float prod = ext * p;
     w[i] = Recip(prod);
@@ -237,33 +338,28 @@ inline std::vector<float> ProportionalInvFreq(std::int64_t head_dim, double base
   const std::vector<float> x = Exponents(head_dim, k);
   const float bf = Fl32(base);
   const float f = Fl32(factor);
+  const std::vector<float> p = PowTensor(bf, x);
   std::vector<float> w(static_cast<std::size_t>(head_dim / 2), 0.0f);
-  for (std::int64_t i = 0; i < k; ++i) {
-    const float p = PowF(bf, x[i]);
-    w[i] = Recip(p);
-  }
+  for (std::int64_t i = 0; i < k; ++i) w[i] = Recip(p[i]);
   for (float& v : w) v = v / f;
   return w;
 }
 
 // cos and sin at one position: freqs = fl32(p) * inv_freq (one float32 product), then
-// emb.cos() * attention_scaling: cos rounded to float32, times fl32(attention_factor), rounded.
-// cos and sin of the float32 angle are taken from the exact reference and rounded once.
+// emb.cos() * attention_scaling: torch's float32 cos, times fl32(attention_factor), rounded.
 inline void CosSinAt(const std::vector<float>& inv_freq, double attention_factor,
                      std::int64_t position, std::vector<float>& cos_out,
                      std::vector<float>& sin_out) {
   const float p = Fl32(static_cast<double>(position));
   const float af = Fl32(attention_factor);
+  std::vector<float> angle(inv_freq.size()), cf, sf;
+  for (std::size_t i = 0; i < inv_freq.size(); ++i) angle[i] = p * inv_freq[i];
+  TorchCosSinRow(angle, cf, sf);
   cos_out.resize(inv_freq.size());
   sin_out.resize(inv_freq.size());
   for (std::size_t i = 0; i < inv_freq.size(); ++i) {
-    const float angle = p * inv_freq[i];
-    long double s = 0.0L, c = 0.0L;
-    posenc_ref::ExactSinCosL(1, static_cast<double>(angle), s, c);
-    const float cf = static_cast<float>(c);
-    const float sf = static_cast<float>(s);
-    cos_out[i] = cf * af;
-    sin_out[i] = sf * af;
+    cos_out[i] = cf[i] * af;
+    sin_out[i] = sf[i] * af;
   }
 }
 

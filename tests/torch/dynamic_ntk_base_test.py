@@ -6,10 +6,9 @@ with seq_len = max(position_ids) + 1 as an int64 0-dim tensor above max_position
     inv_freq = 1.0 / (base' ** (torch.arange(0, dim, 2, dtype=torch.int64).float() / dim))
 This script runs those formulas in torch (written here from the formulas, not copied code) over a
 grid of bases, factors, contexts, head dims and lengths, and runs `posenc inspect --json --numerics
-hf --seq-len N` on a config.json with the same values. The base must be bit-identical. inv_freq
-must be within 2 float32 ulps: torch's float32 pow of a tensor exponent (Sleef_powf8_u10, at most
-1 ulp from the true value) is not correctly rounded in every entry, while posenc's is, and the
-reciprocal that follows rounds once more, so the two can end 2 ulps apart (docs/numerics.md).
+hf --seq-len N` on a config.json with the same values. The base and every inv_freq entry must be
+bit-identical: posenc's hf pow is torch's own (Sleef on the 16-float blocks, libm powf on the
+tail; docs/numerics.md).
 
 usage: dynamic_ntk_base_test.py POSENC
 """
@@ -78,7 +77,7 @@ def main():
                                 d = ulps(p, t)
                                 if d in off_by:
                                     off_by[d] += 1
-                                if d > 2:
+                                if d > 0:
                                     failures.append(f"{where}: inv_freq[{i}] {p!r}, torch {float(t)!r} ({d} ulps)")
     print(f"{cases} cases, {entries} inv_freq entries: base bit-identical in "
           f"{cases - sum(': base ' in f for f in failures)}; {off_by[1]} entries 1 ulp and {off_by[2]} 2 ulps "

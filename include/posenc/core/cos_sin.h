@@ -6,8 +6,8 @@
 //             the exact product of p and the double w_i, within about an ulp of double, for any
 //             |p| < 2^31; rounding it once to float32 gives the correctly rounded value in all
 //             but the rarest ties.
-//   kHf:      angle = fl32(fl32(p) * fl32(w_i)); cos, sin rounded to float32 from the float32
-//             angle; times fl32(attention_factor), rounded again.
+//   kHf:      angle = fl32(fl32(p) * fl32(w_i)); cos, sin as torch 1.13 computes them over the
+//             cat(angles, angles) row (docs/numerics.md); times fl32(attention_factor), rounded.
 //   kGgml:    the running product of ggml_rope_cache_init from theta = (float)p (ggml.h).
 // Every result carries the attention factor. kHf and kGgml values are float32 widened exactly.
 #pragma once

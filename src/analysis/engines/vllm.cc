@@ -9,11 +9,13 @@
 #include <limits>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "analysis/engines/engines_internal.h"
 #include "core/ggml_model.h"
 #include "core/max_nan.h"
 #include "core/methods.h"
+#include "core/torch_float32.h"
 #include "posenc/analysis/engines.h"
 #include "posenc/core/cos_sin.h"
 #include "posenc/core/error.h"
@@ -32,11 +34,14 @@ Frequencies vllm_fixed_ntk(const RopeSpec& spec) {
   const double D = static_cast<double>(spec.rotary_dim);
   const float base = static_cast<float>(spec.rope_theta * spec.factor);
   const float divisor = static_cast<float>(std::pow(spec.factor, 2.0 / D));
+  std::vector<float> e(f.inv_freq.size());
+  for (std::size_t i = 0; i < e.size(); ++i) {
+    e[i] = static_cast<float>(2 * i) / static_cast<float>(spec.rotary_dim);
+  }
+  // `base ** exponents` over the whole tensor, as torch computes it (torch_float32.h).
+  const std::vector<float> pos_freqs = detail::torch_pow(base, e);
   for (std::size_t i = 0; i < f.inv_freq.size(); ++i) {
-    const float e = static_cast<float>(2 * i) / static_cast<float>(spec.rotary_dim);
-    const float pos_freq =
-        static_cast<float>(std::pow(static_cast<double>(base), static_cast<double>(e)));
-    float inv = (1.0f / pos_freq) / divisor;
+    float inv = (1.0f / pos_freqs[i]) / divisor;
     if (!spec.freq_factors.empty()) inv /= static_cast<float>(spec.freq_factors[i]);
     f.inv_freq[i] = inv;
     f.interpolation_weight[i] =

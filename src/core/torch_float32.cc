@@ -1,0 +1,194 @@
+// torch 1.13's float32 pow, cos and sin (torch_float32.h). What torch calls, and the experiments
+// that established it, are in docs/numerics.md.
+#include "core/torch_float32.h"
+
+#include <sleef.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <string>
+
+#include "posenc/core/error.h"
+
+// sleef.h declares the purecfma functions only where FP_FAST_FMA is defined (code built with
+// -mfma); posenc is not, and calls them only after checking that the CPU has FMA.
+extern "C" {
+float Sleef_powf1_u10purecfma(float, float);
+float Sleef_cosf1_u10purecfma(float);
+float Sleef_sinf1_u10purecfma(float);
+}
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+extern "C" {
+__m256 Sleef_cosf8_u10avx2(__m256);
+__m256 Sleef_sinf8_u10avx2(__m256);
+}
+#endif
+
+namespace posenc {
+namespace {
+
+bool cpu_has_avx2_fma() {
+#if defined(__x86_64__) || defined(__i386__)
+  static const bool kHas = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  return kHas;
+#else
+  return false;
+#endif
+}
+
+// at::native::compute_cpu_capability: the environment variable first (an unknown value is
+// ignored, torch warns), then CPUID. torch 1.12+ never picks AVX512 by itself (pytorch #80253).
+TorchCapability compute_torch_capability() {
+  if (const char* env = std::getenv("ATEN_CPU_CAPABILITY")) {
+    const std::string_view v(env);
+    for (TorchCapability c :
+         {TorchCapability::kDefault, TorchCapability::kAvx2, TorchCapability::kAvx512}) {
+      if (v == torch_capability_name(c)) return c;
+    }
+  }
+  return cpu_has_avx2_fma() ? TorchCapability::kAvx2 : TorchCapability::kDefault;
+}
+
+}  // namespace
+
+TorchCapability torch_capability() {
+  static const TorchCapability kCapability = compute_torch_capability();
+  return kCapability;
+}
+
+std::string_view torch_capability_name(TorchCapability capability) {
+  switch (capability) {
+    case TorchCapability::kDefault:
+      return "default";
+    case TorchCapability::kAvx2:
+      return "avx2";
+    case TorchCapability::kAvx512:
+      return "avx512";
+  }
+  return "?";
+}
+
+TorchCapability parse_torch_capability(std::string_view name, std::string_view field) {
+  for (TorchCapability c :
+       {TorchCapability::kDefault, TorchCapability::kAvx2, TorchCapability::kAvx512}) {
+    if (name == torch_capability_name(c)) return c;
+  }
+  throw Error(std::string(field) + " (\"" + std::string(name) +
+              "\") must be one of default, avx2, avx512");
+}
+
+}  // namespace posenc
+
+namespace posenc::detail {
+namespace {
+
+// Sleef's purecfma kernels are built with FMA instructions: without them they would fault, as
+// torch's own AVX2/AVX512 kernels would on that CPU.
+bool uses_sleef(TorchCapability capability) {
+  if (capability == TorchCapability::kDefault) return false;
+  if (!cpu_has_avx2_fma()) {
+    throw Error("ATEN_CPU_CAPABILITY (" + std::string(torch_capability_name(capability)) +
+                ") selects torch's " + std::string(torch_capability_name(capability)) +
+                " kernels, which need a CPU with AVX2 and FMA; this CPU has none, so hf "
+                "numerics cannot reproduce them (use ATEN_CPU_CAPABILITY=default)");
+  }
+  return true;
+}
+
+}  // namespace
+
+std::size_t torch_pow_body_width(TorchCapability capability) {
+  switch (capability) {
+    case TorchCapability::kDefault:
+      return 0;
+    case TorchCapability::kAvx2:
+      return 16;
+    case TorchCapability::kAvx512:
+      return 32;
+  }
+  return 0;
+}
+
+std::vector<float> torch_pow(float base, std::span<const float> exponents,
+                             TorchCapability capability) {
+  const std::size_t n = exponents.size();
+  const std::size_t w = torch_pow_body_width(capability);
+  // ATen's vectorized_loop: whole 2-vector blocks through Vectorized::pow (Sleef), the rest
+  // through basic_loop's scalar std::pow(float, float) = powf.
+  const std::size_t body = uses_sleef(capability) ? w * (n / w) : 0;
+  std::vector<float> p(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    p[i] = i < body ? Sleef_powf1_u10purecfma(base, exponents[i]) : ::powf(base, exponents[i]);
+  }
+  return p;
+}
+
+// vec::map has no scalar tail (a partial vector goes through the same kernel): every element.
+float torch_cos(float x, TorchCapability capability) {
+  return uses_sleef(capability) ? Sleef_cosf1_u10purecfma(x) : ::cosf(x);
+}
+
+float torch_sin(float x, TorchCapability capability) {
+  return uses_sleef(capability) ? Sleef_sinf1_u10purecfma(x) : ::sinf(x);
+}
+
+namespace {
+
+// Sleef's u10 cosf/sinf take the Cody-Waite path for a vector only if every lane has
+// |x| < TRIGRANGEMAX2f = 125 (checked against Sleef_cosf8_u10avx2), else Payne-Hanek (rempif)
+// for every lane.
+constexpr float kTrigRangeMax2 = 125.0f;
+
+bool fast_lane(float x) { return std::fabs(x) < kTrigRangeMax2; }
+
+#if defined(__x86_64__) || defined(__i386__)
+// The Payne-Hanek result for a small x: lane 0 of a vector whose other lanes force that path.
+__attribute__((target("avx2,fma"))) void slow_cos_sin(float x, float& c, float& s) {
+  const __m256 v = _mm256_setr_ps(x, kTrigRangeMax2, kTrigRangeMax2, kTrigRangeMax2, kTrigRangeMax2,
+                                  kTrigRangeMax2, kTrigRangeMax2, kTrigRangeMax2);
+  c = _mm256_cvtss_f32(Sleef_cosf8_u10avx2(v));
+  s = _mm256_cvtss_f32(Sleef_sinf8_u10avx2(v));
+}
+#else
+void slow_cos_sin(float, float&, float&) {
+  throw Error("torch's Sleef cos/sin are only reproduced on x86-64");
+}
+#endif
+
+}  // namespace
+
+void torch_cos_sin_row(std::span<const float> angles, std::span<float> cos_out,
+                       std::span<float> sin_out, TorchCapability capability) {
+  const std::size_t n = angles.size();
+  if (!uses_sleef(capability)) {
+    for (std::size_t i = 0; i < n; ++i) {
+      cos_out[i] = ::cosf(angles[i]);
+      sin_out[i] = ::sinf(angles[i]);
+    }
+    return;
+  }
+  // vec::map over emb = [angles, angles]: lane groups of `lanes` slots; a partial last group is
+  // zero-padded (zeros are fast lanes).
+  const std::size_t lanes = capability == TorchCapability::kAvx512 ? 16 : 8;
+  const std::size_t width = 2 * n;
+  for (std::size_t g = 0; g * lanes < n; ++g) {
+    const std::size_t lo = g * lanes;
+    const std::size_t hi = std::min(lo + lanes, width);
+    bool fast = true;
+    for (std::size_t j = lo; j < hi; ++j) fast = fast && fast_lane(angles[j % n]);
+    for (std::size_t i = lo; i < std::min(hi, n); ++i) {
+      const float x = angles[i];
+      if (fast || !fast_lane(x)) {
+        cos_out[i] = Sleef_cosf1_u10purecfma(x);
+        sin_out[i] = Sleef_sinf1_u10purecfma(x);
+      } else {
+        slow_cos_sin(x, cos_out[i], sin_out[i]);
+      }
+    }
+  }
+}
+
+}  // namespace posenc::detail
