@@ -1,7 +1,8 @@
 """RotaryEmbedding: a drop-in for transformers' LlamaRotaryEmbedding and its siblings.
 
 forward(x, position_ids) returns (cos, sin), each [batch, seq, rotary_dim] in x.dtype, laid out as
-transformers returns them: cat(freqs, freqs) along the last dim, the attention factor applied.
+transformers returns them: cat(freqs, freqs) along the last dim (GptOssRotaryEmbedding: freqs
+alone, rotary_dim / 2 wide), the attention factor applied.
 Dynamic methods update their frequencies from max(position_ids) + 1 as transformers'
 dynamic_rope_update does (grow past the cached length; back to the original ones below the
 original context), LongRoPE switches between its short and long factors at the original
@@ -26,7 +27,9 @@ class RotaryEmbedding(torch.nn.Module):
         self.rope_type = self.spec.rope_type
         self._original = self.spec.frequencies(numerics)
         self._freqs = self._original
-        self.attention_scaling = self._original.attention_factor
+        # gpt-oss's class returns cos/sin of freqs without the cat: half as wide.
+        self._half_width = self.spec.model_type == "gpt_oss"
+        self.attention_scaling = self._scaling(None)
         # transformers' bookkeeping for the dynamic update, under its names.
         self.max_seq_len_cached = self.spec.max_position_embeddings
         self.original_max_seq_len = self.spec.max_position_embeddings
@@ -34,19 +37,26 @@ class RotaryEmbedding(torch.nn.Module):
         self.register_buffer("inv_freq", inv, persistent=False)
         self.original_inv_freq = self.inv_freq
 
-    def _set(self, freqs):
+    def _scaling(self, seq_len):
+        # transformers holds attention_scaling as the Python float of its init function (hf
+        # Frequencies carry it rounded to float32, as it is when multiplied): the precise value,
+        # computed with the same double formula.
+        numerics = "precise" if self.numerics == "hf" else self.numerics
+        return self.spec.frequencies(numerics, seq_len).attention_factor
+
+    def _set(self, freqs, seq_len):
         self._freqs = freqs
-        self.attention_scaling = freqs.attention_factor
+        self.attention_scaling = self._scaling(seq_len)
         self.register_buffer("inv_freq", torch.tensor(freqs.inv_freq, dtype=torch.float32,
                                                        device=self.inv_freq.device), persistent=False)
 
     def _dynamic_update(self, seq_len):
         if seq_len > self.max_seq_len_cached:  # growth
-            self._set(self.spec.frequencies(self.numerics, seq_len))
+            self._set(self.spec.frequencies(self.numerics, seq_len), seq_len)
             self.max_seq_len_cached = seq_len
         if seq_len < self.original_max_seq_len and self.max_seq_len_cached > self.original_max_seq_len:
             self._freqs = self._original  # reset
-            self.attention_scaling = self._original.attention_factor
+            self.attention_scaling = self._scaling(None)
             self.register_buffer("inv_freq", self.original_inv_freq, persistent=False)
             self.max_seq_len_cached = self.original_max_seq_len
 
@@ -78,6 +88,9 @@ class RotaryEmbedding(torch.nn.Module):
             else:
                 self._dynamic_update(seq_len)
         cos, sin = _posenc._rotary_cos_sin(self._freqs, pos)
+        if self._half_width:
+            n = cos.shape[-1] // 2
+            cos, sin = np.ascontiguousarray(cos[..., :n]), np.ascontiguousarray(sin[..., :n])
         cos = torch.from_numpy(cos).to(device=x.device, dtype=x.dtype)
         sin = torch.from_numpy(sin).to(device=x.device, dtype=x.dtype)
         return cos, sin
