@@ -19,7 +19,7 @@ def _needs_grad(q, k):
     if not is_tensor(q):
         return False
     torch = torch_module()
-    return torch.is_grad_enabled() and (q.requires_grad or (k is not None and k.requires_grad))
+    return (q.requires_grad or (k is not None and k.requires_grad)) and torch.is_grad_enabled()
 
 
 def _call(q, k, q_out, k_out, positions, spec, inverse, opts):
@@ -108,12 +108,17 @@ def apply_rope_(q, k, positions, spec, *, inverse=False, numerics=None, seq_len=
                 head_size=None, seq_dim=None, threads=1, dtype=None):
     """apply_rope in place: q and k (and every view of their memory) are rotated, nothing is
     copied. Returns (q, k). Under autograd it is an in-place op as torch's are."""
+    # Straight to _posenc._apply, without _opts/_call's tuple and frames: a third of this
+    # wrapper's own per-call cost at decode (bench/python_bench.py measures the overhead).
     positions = positions_arg(positions)
-    opts = _opts(numerics, seq_len, head_size, seq_dim, threads, dtype)
+    threads = threads_arg(threads)
+    bf16 = bf16_flag(dtype)
     if _needs_grad(q, k):
+        opts = (numerics, seq_len, head_size, seq_dim, threads, bf16)
         out = _autograd()["inplace"].apply(q, k, positions, spec, inverse, opts)
         return (out[0], None) if k is None else out
-    _call(q, k, None, None, positions, spec, inverse, opts)
+    _posenc._apply(q, k, None, None, positions, spec, inverse, numerics, seq_len, head_size, seq_dim,
+                   threads, bf16)
     return q, k
 
 
