@@ -86,6 +86,8 @@ def test_overhead(report):
         check_stats(o["python"], where)
         check_stats(o["cpp"], where)
         assert o["overhead_ns"] == pytest.approx(o["python"]["median_ns"] - o["cpp"]["median_ns"]), where
+        assert o["python"]["cpu_median_ns"] > 0 and o["cpp"]["cpu_median_ns"] > 0, where
+        assert o["overhead_cpu_ns"] == pytest.approx(o["python"]["cpu_median_ns"] - o["cpp"]["cpu_median_ns"])
         assert o["goal_ns"] == 5000 and o["goal_met"] == (o["overhead_ns"] <= 5000), where
 
 
