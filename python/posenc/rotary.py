@@ -10,7 +10,6 @@ context. With numerics="hf" every entry equals transformers' float32 value bit f
 """
 import os
 
-import numpy as np
 import torch
 
 from . import _posenc
@@ -87,10 +86,7 @@ class RotaryEmbedding(torch.nn.Module):
                 self._longrope_update(seq_len)
             else:
                 self._dynamic_update(seq_len)
-        cos, sin = _posenc._rotary_cos_sin(self._freqs, pos)
-        if self._half_width:
-            n = cos.shape[-1] // 2
-            cos, sin = np.ascontiguousarray(cos[..., :n]), np.ascontiguousarray(sin[..., :n])
+        cos, sin = _posenc._rotary_cos_sin(self._freqs, pos, not self._half_width)
         cos = torch.from_numpy(cos).to(device=x.device, dtype=x.dtype)
         sin = torch.from_numpy(sin).to(device=x.device, dtype=x.dtype)
         return cos, sin

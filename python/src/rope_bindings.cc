@@ -401,27 +401,21 @@ py::array cos_sin_cache(const Frequencies& f, std::int64_t max_positions, bool f
   return out;
 }
 
-// transformers' rotary forward: [batch, seq, rotary_dim] with cat(freqs, freqs) per row.
-py::tuple rotary_cos_sin(const Frequencies& f, py::handle positions) {
+// transformers' rotary forward: [batch, seq, width] (core/cos_sin.h).
+py::tuple rotary_cos_sin(const Frequencies& f, py::handle positions, bool cat) {
   const ArrayArg pos_arg = array_arg(positions, "position_ids");
   if (pos_arg.shape.size() != 2) {
     value_error("position_ids " + shape_str(pos_arg.shape) + " must be [batch, seq]");
   }
   const std::vector<std::int64_t> pos = read_positions(pos_arg, "position_ids");
-  const std::int64_t batch = pos_arg.shape[0], seq = pos_arg.shape[1], n = f.pair_count();
-  py::array_t<float> cos({batch, seq, 2 * n}), sin({batch, seq, 2 * n});
-  float* c = cos.mutable_data();
-  float* s = sin.mutable_data();
-  {
+  const std::int64_t batch = pos_arg.shape[0], seq = pos_arg.shape[1];
+  const std::int64_t width = cat ? 2 * f.pair_count() : f.pair_count();
+  py::array_t<float> cos({batch, seq, width}), sin({batch, seq, width});
+  const auto size = static_cast<std::size_t>(batch * seq * width);
+  std::span<float> c(cos.mutable_data(), size), s(sin.mutable_data(), size);
+  if (batch > 0 && seq > 0) {
     py::gil_scoped_release release;
-    for (std::size_t t = 0; t < pos.size(); ++t) {
-      float* cr = c + static_cast<std::int64_t>(t) * 2 * n;
-      float* sr = s + static_cast<std::int64_t>(t) * 2 * n;
-      cos_sin_row_f32(f, pos[t], {cr, static_cast<std::size_t>(n)},
-                      {sr, static_cast<std::size_t>(n)});
-      std::copy(cr, cr + n, cr + n);
-      std::copy(sr, sr + n, sr + n);
-    }
+    rotary_forward_cos_sin(f, pos, batch, cat, c, s);
   }
   return py::make_tuple(cos, sin);
 }
@@ -487,7 +481,8 @@ void bind_rope(py::module_& m) {
         py::arg("head_size"), py::arg("seq_dim"), py::arg("threads"), py::arg("bf16"));
   m.def("_cos_sin_cache", &cos_sin_cache, py::arg("freqs"), py::arg("max_positions"),
         py::arg("f64"));
-  m.def("_rotary_cos_sin", &rotary_cos_sin, py::arg("freqs"), py::arg("position_ids"));
+  m.def("_rotary_cos_sin", &rotary_cos_sin, py::arg("freqs"), py::arg("position_ids"),
+        py::arg("cat"));
 }
 
 }  // namespace posenc::python

@@ -104,4 +104,57 @@ void cos_sin_at(const Frequencies& freqs, std::int64_t position, std::span<doubl
   }
 }
 
+void rotary_forward_cos_sin(const Frequencies& freqs, std::span<const std::int64_t> positions,
+                            std::int64_t batch, bool cat, std::span<float> cos_out,
+                            std::span<float> sin_out) {
+  const auto n = static_cast<std::size_t>(freqs.pair_count());
+  const std::size_t width = cat ? 2 * n : n;
+  if (batch <= 0 || positions.size() % static_cast<std::size_t>(batch) != 0) {
+    throw Error("rotary_forward_cos_sin: positions (" + std::to_string(positions.size()) +
+                ") must divide into batch (" + std::to_string(batch) + ") rows");
+  }
+  const std::size_t seq = positions.size() / static_cast<std::size_t>(batch);
+  if (cos_out.size() < positions.size() * width || sin_out.size() < positions.size() * width) {
+    throw Error("rotary_forward_cos_sin: output spans must hold batch * seq * width (" +
+                std::to_string(positions.size() * width) + ") entries");
+  }
+  const float af = static_cast<float>(freqs.attention_factor);
+  if (freqs.numerics == Numerics::kHf) {
+    // Build emb in the memory order torch holds it, then cos/sin over that buffer.
+    std::vector<float> emb(positions.size() * width), c(emb.size()), s(emb.size());
+    for (std::size_t b = 0; b < static_cast<std::size_t>(batch); ++b) {
+      for (std::size_t t = 0; t < seq; ++t) {
+        const float p = static_cast<float>(positions[b * seq + t]);
+        for (std::size_t i = 0; i < n; ++i) {
+          const float angle = static_cast<float>(freqs.inv_freq[i]) * p;
+          if (cat) {
+            emb[(b * seq + t) * width + i] = emb[(b * seq + t) * width + n + i] = angle;
+          } else {
+            emb[(b * n + i) * seq + t] = angle;  // [batch, n, seq]
+          }
+        }
+      }
+    }
+    detail::torch_cos_sin_flat(emb, c, s);
+    for (std::size_t b = 0; b < static_cast<std::size_t>(batch); ++b) {
+      for (std::size_t t = 0; t < seq; ++t) {
+        for (std::size_t j = 0; j < width; ++j) {
+          const std::size_t from = cat ? (b * seq + t) * width + j : (b * n + j) * seq + t;
+          cos_out[(b * seq + t) * width + j] = c[from] * af;
+          sin_out[(b * seq + t) * width + j] = s[from] * af;
+        }
+      }
+    }
+    return;
+  }
+  std::vector<double> c(n), s(n);
+  for (std::size_t k = 0; k < positions.size(); ++k) {
+    cos_sin_at(freqs, positions[k], c, s);
+    for (std::size_t j = 0; j < width; ++j) {
+      cos_out[k * width + j] = static_cast<float>(c[j % n]);
+      sin_out[k * width + j] = static_cast<float>(s[j % n]);
+    }
+  }
+}
+
 }  // namespace posenc

@@ -160,35 +160,53 @@ void slow_cos_sin(float, float&, float&) {
 
 }  // namespace
 
-void torch_cos_sin_row(std::span<const float> angles, std::span<float> cos_out,
-                       std::span<float> sin_out, TorchCapability capability) {
-  const std::size_t n = angles.size();
+void torch_cos_sin_flat(std::span<const float> x, std::span<float> cos_out,
+                        std::span<float> sin_out, TorchCapability capability) {
+  const std::size_t n = x.size();
   if (!uses_sleef(capability)) {
     for (std::size_t i = 0; i < n; ++i) {
-      cos_out[i] = ::cosf(angles[i]);
-      sin_out[i] = ::sinf(angles[i]);
+      cos_out[i] = ::cosf(x[i]);
+      sin_out[i] = ::sinf(x[i]);
     }
     return;
   }
-  // vec::map over emb = [angles, angles]: lane groups of `lanes` slots; a partial last group is
+  // vec::map: groups of `lanes` from the start of the buffer; a partial last group is
   // zero-padded (zeros are fast lanes).
   const std::size_t lanes = capability == TorchCapability::kAvx512 ? 16 : 8;
-  const std::size_t width = 2 * n;
-  for (std::size_t g = 0; g * lanes < n; ++g) {
-    const std::size_t lo = g * lanes;
-    const std::size_t hi = std::min(lo + lanes, width);
+  for (std::size_t lo = 0; lo < n; lo += lanes) {
+    const std::size_t hi = std::min(lo + lanes, n);
     bool fast = true;
-    for (std::size_t j = lo; j < hi; ++j) fast = fast && fast_lane(angles[j % n]);
-    for (std::size_t i = lo; i < std::min(hi, n); ++i) {
-      const float x = angles[i];
-      if (fast || !fast_lane(x)) {
-        cos_out[i] = Sleef_cosf1_u10purecfma(x);
-        sin_out[i] = Sleef_sinf1_u10purecfma(x);
+    for (std::size_t j = lo; j < hi; ++j) fast = fast && fast_lane(x[j]);
+    for (std::size_t i = lo; i < hi; ++i) {
+      if (fast || !fast_lane(x[i])) {
+        cos_out[i] = Sleef_cosf1_u10purecfma(x[i]);
+        sin_out[i] = Sleef_sinf1_u10purecfma(x[i]);
       } else {
-        slow_cos_sin(x, cos_out[i], sin_out[i]);
+        slow_cos_sin(x[i], cos_out[i], sin_out[i]);
       }
     }
   }
+}
+
+void torch_cos_sin_row(std::span<const float> angles, std::span<float> cos_out,
+                       std::span<float> sin_out, TorchCapability capability) {
+  // emb = [angles, angles] through the flat rule; the first half is the row's answer.
+  const std::size_t n = angles.size();
+  constexpr std::size_t kStack = 512;
+  float emb_stack[2 * kStack], c_stack[2 * kStack], s_stack[2 * kStack];
+  std::vector<float> heap;
+  float *emb = emb_stack, *c = c_stack, *s = s_stack;
+  if (n > kStack) {
+    heap.resize(6 * n);
+    emb = heap.data();
+    c = emb + 2 * n;
+    s = c + 2 * n;
+  }
+  std::copy(angles.begin(), angles.end(), emb);
+  std::copy(angles.begin(), angles.end(), emb + n);
+  torch_cos_sin_flat({emb, 2 * n}, {c, 2 * n}, {s, 2 * n}, capability);
+  std::copy(c, c + n, cos_out.begin());
+  std::copy(s, s + n, sin_out.begin());
 }
 
 }  // namespace posenc::detail

@@ -32,4 +32,9 @@ float torch_sin(float x, TorchCapability capability = torch_capability());
 void torch_cos_sin_row(std::span<const float> angles, std::span<float> cos_out,
                        std::span<float> sin_out, TorchCapability capability = torch_capability());
 
+// torch.cos / torch.sin of a whole contiguous float32 buffer in memory order, lane groups counted
+// from its start (what the row rule applies to emb; also transformers' tensors laid out otherwise).
+void torch_cos_sin_flat(std::span<const float> x, std::span<float> cos_out,
+                        std::span<float> sin_out, TorchCapability capability = torch_capability());
+
 }  // namespace posenc::detail

@@ -24,6 +24,18 @@ namespace posenc {
 void cos_sin_at(const Frequencies& freqs, std::int64_t position, std::span<double> cos_out,
                 std::span<double> sin_out);
 
+// What transformers' rotary forward (LlamaRotaryEmbedding and its siblings) returns for
+// position_ids [batch, seq] (row-major in `positions`, batch * seq of them): cos and sin
+// [batch, seq, width] in float32, width = 2n with emb = cat(freqs, freqs) (`cat`; Llama's class)
+// or n with emb = freqs (gpt-oss's class), attention factor applied. In kHf each value is torch's
+// for the tensor transformers builds: cos over the contiguous [batch, seq, 2n] emb, or over the
+// [batch, n, seq] memory of the transposed product without the cat, whose lane groups run along
+// the positions. Other numerics: the convention's values rounded once. Throws Error when the
+// output spans are shorter than batch * seq * width or positions does not divide into batch.
+void rotary_forward_cos_sin(const Frequencies& freqs, std::span<const std::int64_t> positions,
+                            std::int64_t batch, bool cat, std::span<float> cos_out,
+                            std::span<float> sin_out);
+
 // sin and cos of position * omega, with the product formed exactly and reduced exactly
 // (see kPrecise above). The building block of kPrecise tables and of the sinusoidal encoding.
 void exact_sincos(std::int64_t position, double omega, double& sin_out, double& cos_out);
