@@ -12,6 +12,14 @@ GGUF_FILES = sorted((SHARED / "testdata" / "gguf").glob("*.gguf"))
 CLI = os.environ.get("POSENC_CLI", str(ROOT / "build" / "release" / "cli" / "posenc"))
 
 
+def cli_env():
+    """The environment for running the posenc tool: without the ASan runtime the sanitizer run
+    preloads into the (uninstrumented) interpreter, since the tool carries its own."""
+    env = dict(os.environ)
+    env.pop("LD_PRELOAD", None)
+    return env
+
+
 @pytest.fixture(scope="session")
 def cli():
     return CLI

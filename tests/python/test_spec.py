@@ -7,11 +7,12 @@ import numpy as np
 import pytest
 
 import posenc
-from conftest import GGUF_FILES, HF_CONFIGS, SHARED
+from conftest import GGUF_FILES, HF_CONFIGS, SHARED, cli_env
 
 
 def cli_json(cli, *args):
-    out = subprocess.run([cli, *map(str, args), "--json"], capture_output=True, text=True, check=True)
+    out = subprocess.run([cli, *map(str, args), "--json"], capture_output=True, text=True, check=True,
+                         env=cli_env())
     return json.loads(out.stdout)
 
 
