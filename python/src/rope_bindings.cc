@@ -477,6 +477,8 @@ void bind_rope(py::module_& m) {
         return dt.count() / std::max(iterations, 1);
       },
       py::arg("q"), py::arg("k"), py::arg("positions"), py::arg("spec"), py::arg("iterations"));
+  m.def("_torch_fast_reader", &torch_fast_reader, py::arg("enable") = py::none(),
+        "Whether torch tensors are read without Python calls (_posenc_torch); enable= switches.");
   m.def("_rerotate", &rerotate, py::arg("k"), py::arg("positions"), py::arg("old"), py::arg("new"),
         py::arg("head_size"), py::arg("seq_dim"), py::arg("threads"), py::arg("bf16"));
   m.def("_cos_sin_cache", &cos_sin_cache, py::arg("freqs"), py::arg("max_positions"),

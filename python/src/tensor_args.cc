@@ -1,6 +1,8 @@
 // Reading torch tensors and numpy arrays through their Python attributes (tensor_args.h).
 #include "tensor_args.h"
 
+#include "torch_reader.h"
+
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>
 
@@ -13,6 +15,21 @@ struct TorchTypes {
   py::handle tensor, strided, f32, f16, bf16, f64, i32, i64;
 };
 
+TorchReader torch_reader = nullptr;  // _posenc_torch's, when it was built and imports
+bool torch_reader_enabled = true;
+
+// The fast reader from _posenc_torch, if that module exists (built with libtorch-dev).
+void load_torch_reader() {
+  try {
+    py::object capsule = py::module_::import("posenc._posenc_torch").attr("reader")();
+    torch_reader =
+        reinterpret_cast<TorchReader>(PyCapsule_GetPointer(capsule.ptr(), kTorchReaderCapsule));
+    if (!torch_reader) PyErr_Clear();
+  } catch (const py::error_already_set&) {
+    torch_reader = nullptr;  // not built here: the attribute path serves
+  }
+}
+
 const TorchTypes* torch_types() {
   static const TorchTypes* types = nullptr;
   if (types) return types;
@@ -22,7 +39,26 @@ const TorchTypes* torch_types() {
   auto keep = [&](const char* name) { return py::object(torch.attr(name)).release(); };
   types = new TorchTypes{keep("Tensor"),   keep("strided"), keep("float32"), keep("float16"),
                          keep("bfloat16"), keep("float64"), keep("int32"),   keep("int64")};
+  load_torch_reader();
   return types;
+}
+
+constexpr Elem kTorchReaderElems[] = {Elem::kF32, Elem::kF16, Elem::kBF16,
+                                      Elem::kF64, Elem::kI32, Elem::kI64};
+
+// The fast path: true when the reader filled `a` (a CPU strided tensor of a dtype posenc knows).
+bool read_fast(py::handle t, ArrayArg& a) {
+  if (!torch_reader || !torch_reader_enabled) return false;
+  TorchFields f;
+  if (!torch_reader(t.ptr(), &f) || !f.cpu_strided || f.dtype < 0 || f.ndim > kTorchReaderMaxDims) {
+    return false;
+  }
+  a.is_torch = true;
+  a.elem = kTorchReaderElems[f.dtype];
+  a.shape.assign(f.shape, f.shape + f.ndim);
+  a.strides.assign(f.strides, f.strides + f.ndim);
+  a.data = f.data;
+  return true;
 }
 
 // Attribute names interned once: pybind11's attr("name") builds and hashes a new string per
@@ -74,6 +110,7 @@ std::vector<std::int64_t> int_tuple(const py::object& obj) {
 ArrayArg torch_arg(py::handle t, const std::string& name) {
   const TorchTypes& tt = *torch_types();
   ArrayArg a;
+  if (read_fast(t, a)) return a;
   a.is_torch = true;
   const Names& nm = names();
   if (get(t, nm.is_cpu).ptr() != Py_True) {
@@ -162,6 +199,12 @@ std::int64_t ArrayArg::numel() const {
 bool is_torch_tensor(py::handle obj) {
   const TorchTypes* tt = torch_types();
   return tt && py::isinstance(obj, tt->tensor);
+}
+
+bool torch_fast_reader(std::optional<bool> enable) {
+  torch_types();
+  if (enable) torch_reader_enabled = *enable;
+  return torch_reader != nullptr && torch_reader_enabled;
 }
 
 bool is_numpy_array(py::handle obj) { return py::isinstance<py::array>(obj); }

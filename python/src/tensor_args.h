@@ -37,6 +37,10 @@ struct ArrayArg {
 bool is_torch_tensor(py::handle obj);
 bool is_numpy_array(py::handle obj);
 
+// Whether torch tensors are read by _posenc_torch (torch_reader.h) rather than through their
+// Python attributes; `enable` switches it (the tests compare both paths).
+bool torch_fast_reader(std::optional<bool> enable);
+
 // Reads `obj` (a CPU torch.Tensor or a numpy.ndarray); `name` prefixes every message.
 // `bf16_from_uint16`: a numpy uint16 array stands for bfloat16 (dtype="bfloat16").
 ArrayArg array_arg(py::handle obj, const std::string& name, bool bf16_from_uint16 = false);
