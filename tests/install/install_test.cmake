@@ -15,3 +15,14 @@ run(${CMAKE_COMMAND} -S "${SOURCE_DIR}/tests/install/consumer" -B "${WORK_DIR}/b
     "-DCMAKE_CXX_FLAGS=${CXX_FLAGS}" "-DCMAKE_EXE_LINKER_FLAGS=${LINKER_FLAGS}")
 run(${CMAKE_COMMAND} --build "${WORK_DIR}/build")
 run("${WORK_DIR}/build/consumer")
+# The Python package, when built: importable from the prefix alone, and it is the installed one.
+if(PYTHON AND PYTHON_DIR)
+  execute_process(
+    COMMAND ${CMAKE_COMMAND} -E env "PYTHONPATH=${WORK_DIR}/prefix/${PYTHON_DIR}" ${PYTHON} -c
+            "import posenc; print(posenc.__file__); print(posenc.RopeSpec.preset('llama-2-7b').frequencies('hf').inv_freq[1])"
+    WORKING_DIRECTORY "${WORK_DIR}" RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  message("${out}${err}")
+  if(NOT rc EQUAL 0 OR NOT out MATCHES "^${WORK_DIR}/prefix/${PYTHON_DIR}/posenc/__init__.py")
+    message(FATAL_ERROR "the installed Python package does not import from the prefix (${rc})")
+  endif()
+endif()
