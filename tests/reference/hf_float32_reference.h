@@ -45,9 +45,11 @@ float Sleef_cosf1_u10purecfma(float);
 float Sleef_sinf1_u10purecfma(float);
 }
 #include <immintrin.h>
+// libsleef's dispatcher, as torch's Vectorized<float>::cos calls it; declared for AVX callers
+// (clang refuses __m256 arguments across a call whose callee is not AVX-enabled).
 extern "C" {
-__m256 Sleef_cosf8_u10(__m256);  // libsleef's dispatcher, as torch's Vectorized<float>::cos calls
-__m256 Sleef_sinf8_u10(__m256);
+__attribute__((target("avx2,fma"))) __m256 Sleef_cosf8_u10(__m256);
+__attribute__((target("avx2,fma"))) __m256 Sleef_sinf8_u10(__m256);
 }
 
 namespace posenc_hf {
