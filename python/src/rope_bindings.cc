@@ -15,6 +15,7 @@
 #include <chrono>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "bindings.h"
@@ -370,35 +371,32 @@ void rerotate(py::handle k, py::handle positions, std::shared_ptr<Frequencies> f
   }
 }
 
+// Rows of cos then sin per position: cos_sin_at's doubles, or rounded once to float32.
+template <typename T>
+py::array cache_of(const Frequencies& f, std::int64_t max_positions) {
+  const std::int64_t n = f.pair_count();
+  const auto half = static_cast<std::size_t>(n);
+  py::array_t<T> out({max_positions, 2 * n});
+  T* d = out.mutable_data();
+  {
+    py::gil_scoped_release release;
+    for (std::int64_t p = 0; p < max_positions; ++p) {
+      T* row = d + p * 2 * n;
+      if constexpr (std::is_same_v<T, double>) {
+        cos_sin_at(f, p, {row, half}, {row + n, half});
+      } else {
+        cos_sin_row_f32(f, p, {row, half}, {row + n, half});
+      }
+    }
+  }
+  return out;
+}
+
 // [positions, rotary_dim]: cos of every pair, then sin (vLLM's cos_sin_cache).
 py::array cos_sin_cache(const Frequencies& f, std::int64_t max_positions, bool f64) {
   if (max_positions < 0)
     value_error("max_positions (" + str(max_positions) + ") must not be negative");
-  const std::int64_t n = f.pair_count();
-  if (f64) {
-    py::array_t<double> out({max_positions, 2 * n});
-    double* d = out.mutable_data();
-    {
-      py::gil_scoped_release release;
-      for (std::int64_t p = 0; p < max_positions; ++p) {
-        double* row = d + p * 2 * n;
-        cos_sin_at(f, p, {row, static_cast<std::size_t>(n)},
-                   {row + n, static_cast<std::size_t>(n)});
-      }
-    }
-    return out;
-  }
-  py::array_t<float> out({max_positions, 2 * n});
-  float* d = out.mutable_data();
-  {
-    py::gil_scoped_release release;
-    for (std::int64_t p = 0; p < max_positions; ++p) {
-      float* row = d + p * 2 * n;
-      cos_sin_row_f32(f, p, {row, static_cast<std::size_t>(n)},
-                      {row + n, static_cast<std::size_t>(n)});
-    }
-  }
-  return out;
+  return f64 ? cache_of<double>(f, max_positions) : cache_of<float>(f, max_positions);
 }
 
 // transformers' rotary forward: [batch, seq, width] (core/cos_sin.h).
