@@ -87,9 +87,15 @@ void cos_sin_at(const Frequencies& freqs, std::int64_t position, std::span<doubl
       // with torch's own float32 cos and sin over the emb row.
       const float p = static_cast<float>(position);
       const float af = static_cast<float>(freqs.attention_factor);
-      std::vector<float> angle(n), c(n), s(n);
+      // Stack rows for the head dims models have (the on-the-fly path calls this per token).
+      constexpr std::size_t kStack = 512;
+      float angle_stack[kStack], c_stack[kStack], s_stack[kStack];
+      std::vector<float> heap(n > kStack ? 3 * n : 0);
+      float* angle = n > kStack ? heap.data() : angle_stack;
+      float* c = n > kStack ? heap.data() + n : c_stack;
+      float* s = n > kStack ? heap.data() + 2 * n : s_stack;
       for (std::size_t i = 0; i < n; ++i) angle[i] = static_cast<float>(freqs.inv_freq[i]) * p;
-      detail::torch_cos_sin_row(angle, c, s);
+      detail::torch_cos_sin_row({angle, n}, {c, n}, {s, n});
       for (std::size_t i = 0; i < n; ++i) {
         cos_out[i] = c[i] * af;
         sin_out[i] = s[i] * af;
