@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include <fmt/format.h>
@@ -57,6 +58,9 @@ void run(const Options& o) {
   warn_all(config.warnings);
   const MropePositions p = mrope_positions(layout, config.vision, rule);
   const MropeVision& v = config.vision;
+  const MropeRule other = rule == MropeRule::kHf45 ? MropeRule::kHf53 : MropeRule::kHf45;
+  const std::optional<std::int64_t> differ =
+      mrope_first_difference(p, mrope_positions(layout, v, other));
   if (o.json) {
     nlohmann::json ids = nlohmann::json::array();
     for (const auto& axis : p.ids) ids.push_back(axis);
@@ -68,6 +72,7 @@ void run(const Options& o) {
                      {"tokens", p.tokens()},
                      {"position_ids", std::move(ids)},
                      {"rope_deltas", p.rope_deltas}};
+    j["rules_first_differ_at"] = differ ? nlohmann::json(*differ) : nlohmann::json(nullptr);
     if (v.model == MropeModel::kQwen25Vl) j["tokens_per_second"] = v.tokens_per_second;
     std::cout << j.dump() << "\n";
     return;
@@ -83,6 +88,11 @@ void run(const Options& o) {
   fmt::print("\nrope_deltas {}  (max id + 1 - tokens; the next token, cache position {}, gets {} "
              "on every axis)\n",
              p.rope_deltas, p.tokens(), decode[0]);
+  if (differ) {
+    fmt::print("{} gives other ids from token {} on\n", mrope_rule_name(other), *differ);
+  } else {
+    fmt::print("{} gives the same ids\n", mrope_rule_name(other));
+  }
 }
 
 }  // namespace
@@ -110,7 +120,8 @@ void add_mrope_positions(CLI::App& app) {
            "transformers v5 walk (next text at block start + max(H', W'))",
            "RULE");
   cmd->add_flag("--json", o->json,
-                "One JSON object: position_ids [3][tokens], rope_deltas, rule, layout, tokens");
+                "One JSON object: position_ids [3][tokens], rope_deltas, rule, layout, tokens, "
+                "rules_first_differ_at (the first token the other rule places differently, or null)");
   cmd->callback([o] { run(*o); });
 }
 

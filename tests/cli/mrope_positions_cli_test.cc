@@ -87,6 +87,7 @@ TEST(MropePositionsCli, JsonUnderHf53HoldsTransformersTestValue) {
   EXPECT_EQ(j["position_ids"][2],
             nlohmann::json::parse("[0, 1, 2, 1, 2, 1, 2, 1, 2, 3]"));
   EXPECT_EQ(j["rope_deltas"], -4);
+  EXPECT_EQ(j["rules_first_differ_at"], 9);
   // The default rule is hf-4.5: the text at max + 1 = 6.
   const nlohmann::json old =
       json_of("mrope-positions " + qwen25_merge1() + " --layout text:1,video:2x2x2@2,text:1");
@@ -108,6 +109,7 @@ TEST(MropePositionsCli, TablePrintsTheRowsAndRopeDeltas) {
   EXPECT_THAT(r.out, HasSubstr("h      18  18  18  18  18  18  18  18  18  19  20  21"));
   EXPECT_THAT(r.out, HasSubstr("rope_deltas -182"));
   EXPECT_THAT(r.out, HasSubstr("cache position 204, gets 22"));
+  EXPECT_THAT(r.out, HasSubstr("hf-5.3 gives the same ids"));
   EXPECT_TRUE(r.err.empty()) << r.err;
 }
 
@@ -116,6 +118,9 @@ TEST(MropePositionsCli, Qwen3VlSplitsVideoFrames) {
       json_of("mrope-positions " + qwen3() + " --layout text:2,video:3x4x4@0.5,text:1");
   EXPECT_EQ(j["model"], "qwen3-vl");
   EXPECT_FALSE(j.contains("tokens_per_second"));
+  EXPECT_TRUE(j["rules_first_differ_at"].is_null());
+  const CliRun r = posenc("mrope-positions " + qwen3() + " --layout image:3x4x4,text:1 --rule hf-5.3");
+  EXPECT_THAT(r.out, HasSubstr("hf-4.5 gives other ids from token 12 on"));
   EXPECT_EQ(j["position_ids"][0],
             nlohmann::json::parse("[0, 1, 2, 2, 2, 2, 4, 4, 4, 4, 6, 6, 6, 6, 8]"));
 }
@@ -170,6 +175,27 @@ TEST(MropePositionsCli, EveryErrorNamesWhatIsWrong) {
                {"cannot read /nonexistent/vl.json"});
   const std::string not_json = config("not_json.json", "GGUF....");
   expect_error("mrope-positions " + not_json + " --layout text:1", {"not a config.json"});
+}
+
+// docs/mrope-positions.md's example: its config, its command, and the output it shows.
+TEST(MropePositionsCli, DocExampleOutputIsWhatTheToolPrints) {
+  const std::string doc = posenc_cli::slurp(std::string(POSENC_SOURCE_DIR) +
+                                            "/docs/mrope-positions.md");
+  const std::string cat = "$ cat vl.json\n";
+  const std::string run = "$ posenc mrope-positions vl.json ";
+  const std::size_t c = doc.find(cat), r = doc.find(run);
+  ASSERT_NE(c, std::string::npos);
+  ASSERT_NE(r, std::string::npos);
+  const std::string json = doc.substr(c + cat.size(), doc.find('\n', c + cat.size()) - c - cat.size());
+  const std::size_t args_end = doc.find('\n', r);
+  const std::string args = doc.substr(r + run.size(), args_end - r - run.size());
+  const std::string shown = doc.substr(args_end + 1, doc.find("```", args_end) - args_end - 1);
+  const std::string path = config("vl.json", json);
+  const CliRun out = posenc("mrope-positions " + path + " " + args);
+  ASSERT_EQ(out.status, 0) << out.err;
+  std::string printed = out.out;
+  printed.replace(0, path.size(), "vl.json");
+  EXPECT_EQ(printed, shown);
 }
 
 }  // namespace
