@@ -85,9 +85,10 @@ void run(const Options& o) {
   fmt::print("  tokens {}\n\n", p.tokens());
   print_table(p);
   const auto decode = mrope_decode_position(p.tokens(), p.rope_deltas);
-  fmt::print("\nrope_deltas {}  (max id + 1 - tokens; the next token, cache position {}, gets {} "
-             "on every axis)\n",
-             p.rope_deltas, p.tokens(), decode[0]);
+  fmt::print(
+      "\nrope_deltas {}  (max id + 1 - tokens; the next token, cache position {}, gets {} "
+      "on every axis)\n",
+      p.rope_deltas, p.tokens(), decode[0]);
   if (differ) {
     fmt::print("{} gives other ids from token {} on\n", mrope_rule_name(other), *differ);
   } else {
@@ -119,9 +120,10 @@ void add_mrope_positions(CLI::App& app) {
            "hf-4.5: transformers <= 4.57, vLLM, llama.cpp (next text at max + 1); hf-5.3: the "
            "transformers v5 walk (next text at block start + max(H', W'))",
            "RULE");
-  cmd->add_flag("--json", o->json,
-                "One JSON object: position_ids [3][tokens], rope_deltas, rule, layout, tokens, "
-                "rules_first_differ_at (the first token the other rule places differently, or null)");
+  cmd->add_flag(
+      "--json", o->json,
+      "One JSON object: position_ids [3][tokens], rope_deltas, rule, layout, tokens, "
+      "rules_first_differ_at (the first token the other rule places differently, or null)");
   cmd->callback([o] { run(*o); });
 }
 

@@ -40,16 +40,15 @@ MropeSegment parse_segment(std::string_view text, const std::string& label) {
   const std::string_view kind = text.substr(0, colon);
   std::string_view body = text.substr(colon + 1);
   MropeSegment s;
-  if (kind == "text") {
-    s.kind = MropeSegmentKind::kText;
+  try {
+    s.kind = parse_mrope_segment_kind(kind);
+  } catch (const Error& e) {
+    throw Error(label + ": " + e.what());
+  }
+  if (s.kind == MropeSegmentKind::kText) {
     s.tokens = parse_size(body, "N", label);
     return s;
   }
-  if (kind != "image" && kind != "video") {
-    throw Error(label + ": unknown segment kind \"" + std::string(kind) + "\"; " +
-                std::string(kLayoutHelp));
-  }
-  s.kind = kind == "image" ? MropeSegmentKind::kImage : MropeSegmentKind::kVideo;
   const std::size_t at = body.find('@');
   if (s.kind == MropeSegmentKind::kImage && at != std::string_view::npos) {
     throw Error(label + ": an image takes no @S (second_per_grid_ts is for videos)");
@@ -104,21 +103,45 @@ void append_block(MropePositions& out, std::int64_t groups, std::int64_t rows, s
 
 std::string_view mrope_model_name(MropeModel model) {
   switch (model) {
-    case MropeModel::kQwen2Vl: return "qwen2-vl";
-    case MropeModel::kQwen25Vl: return "qwen2.5-vl";
-    case MropeModel::kQwen3Vl: return "qwen3-vl";
-    case MropeModel::kGlm4v: return "glm-4.1v";
+    case MropeModel::kQwen2Vl:
+      return "qwen2-vl";
+    case MropeModel::kQwen25Vl:
+      return "qwen2.5-vl";
+    case MropeModel::kQwen3Vl:
+      return "qwen3-vl";
+    case MropeModel::kGlm4v:
+      return "glm-4.1v";
   }
   return "?";
 }
 
 MropeModel parse_mrope_model(std::string_view name) {
-  for (MropeModel m : {MropeModel::kQwen2Vl, MropeModel::kQwen25Vl, MropeModel::kQwen3Vl,
-                       MropeModel::kGlm4v}) {
+  for (MropeModel m :
+       {MropeModel::kQwen2Vl, MropeModel::kQwen25Vl, MropeModel::kQwen3Vl, MropeModel::kGlm4v}) {
     if (name == mrope_model_name(m)) return m;
   }
   throw Error("M-RoPE model (\"" + std::string(name) +
               "\") must be one of qwen2-vl, qwen2.5-vl, qwen3-vl, glm-4.1v");
+}
+
+std::string_view mrope_segment_kind_name(MropeSegmentKind kind) {
+  switch (kind) {
+    case MropeSegmentKind::kText:
+      return "text";
+    case MropeSegmentKind::kImage:
+      return "image";
+    case MropeSegmentKind::kVideo:
+      return "video";
+  }
+  return "?";
+}
+
+MropeSegmentKind parse_mrope_segment_kind(std::string_view name) {
+  for (MropeSegmentKind k :
+       {MropeSegmentKind::kText, MropeSegmentKind::kImage, MropeSegmentKind::kVideo}) {
+    if (name == mrope_segment_kind_name(k)) return k;
+  }
+  throw Error("unknown segment kind \"" + std::string(name) + "\"; " + std::string(kLayoutHelp));
 }
 
 std::string_view mrope_rule_name(MropeRule rule) {
@@ -151,8 +174,8 @@ std::vector<MropeSegment> parse_mrope_layout(std::string_view text) {
 }
 
 std::string mrope_segment_text(const MropeSegment& s) {
-  if (s.kind == MropeSegmentKind::kText) return "text:" + std::to_string(s.tokens);
-  std::string out = s.kind == MropeSegmentKind::kImage ? "image:" : "video:";
+  std::string out = std::string(mrope_segment_kind_name(s.kind)) + ":";
+  if (s.kind == MropeSegmentKind::kText) return out + std::to_string(s.tokens);
   out += std::to_string(s.t) + "x" + std::to_string(s.h) + "x" + std::to_string(s.w);
   if (s.kind == MropeSegmentKind::kVideo) out += "@" + detail::shortest(s.second_per_grid_t);
   return out;

@@ -16,9 +16,9 @@ namespace {
 using detail::json;
 
 constexpr std::pair<std::string_view, MropeModel> kModelTypes[] = {
-    {"qwen2_vl", MropeModel::kQwen2Vl},   {"qwen2_5_vl", MropeModel::kQwen25Vl},
-    {"qwen3_vl", MropeModel::kQwen3Vl},   {"qwen3_vl_moe", MropeModel::kQwen3Vl},
-    {"glm4v", MropeModel::kGlm4v},        {"glm4v_moe", MropeModel::kGlm4v},
+    {"qwen2_vl", MropeModel::kQwen2Vl}, {"qwen2_5_vl", MropeModel::kQwen25Vl},
+    {"qwen3_vl", MropeModel::kQwen3Vl}, {"qwen3_vl_moe", MropeModel::kQwen3Vl},
+    {"glm4v", MropeModel::kGlm4v},      {"glm4v_moe", MropeModel::kGlm4v},
 };
 
 }  // namespace
@@ -44,9 +44,9 @@ VisionConfig parse_vision_config(std::string_view json_text, std::string_view so
     }
   }
   if (!found) {
-    ctx.fail("model_type (\"" + *model_type +
-             "\") has no M-RoPE position rule in posenc; expected a vision-language model: " +
-             known);
+    ctx.fail(
+        "model_type (\"" + *model_type +
+        "\") has no M-RoPE position rule in posenc; expected a vision-language model: " + known);
   }
   const bool qwen25 = out.vision.model == MropeModel::kQwen25Vl;
   const json empty = json::object();
@@ -62,14 +62,15 @@ VisionConfig parse_vision_config(std::string_view json_text, std::string_view so
   const std::optional<double> tps = vision.number("tokens_per_second");
   if (qwen25) {
     if (tps && !(std::isfinite(*tps) && *tps > 0)) {
-      vision.fail("tokens_per_second", vc->at("tokens_per_second"),
-                  "must be a finite number > 0");
+      vision.fail("tokens_per_second", vc->at("tokens_per_second"), "must be a finite number > 0");
     }
     out.vision.tokens_per_second = tps.value_or(kQwen25VlDefaultTokensPerSecond);
     if (!tps) {
-      ctx.warn("vision_config.tokens_per_second is missing; using Qwen2_5_VLVisionConfig's "
-               "default " + detail::num(kQwen25VlDefaultTokensPerSecond) +
-               " (the released Qwen2.5-VL checkpoints set 2)");
+      ctx.warn(
+          "vision_config.tokens_per_second is missing; using Qwen2_5_VLVisionConfig's "
+          "default " +
+          detail::num(kQwen25VlDefaultTokensPerSecond) +
+          " (the released Qwen2.5-VL checkpoints set 2)");
     }
   } else if (tps) {
     ctx.warn("vision_config.tokens_per_second (" + detail::num(*tps) + ") is not read by " +

@@ -24,8 +24,8 @@ CliRun posenc(const std::string& args) {
 }
 
 std::string config(const std::string& name, const std::string& text) {
-  const auto dir = std::filesystem::temp_directory_path() /
-                   ("posenc_mrope_cli_" + std::to_string(::getpid()));
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("posenc_mrope_cli_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   const auto p = dir / name;
   std::ofstream(p) << text;
@@ -74,18 +74,16 @@ TEST(MropePositionsCli, HelpNamesTheCommandAndItsOptions) {
 
 // The transformers test value (rope-in-engines.md §1.2): t = [1,1,1,1,5,5,5,5], next text at 3.
 TEST(MropePositionsCli, JsonUnderHf53HoldsTransformersTestValue) {
-  const nlohmann::json j =
-      json_of("mrope-positions " + qwen25_merge1() + " --layout text:1,video:2x2x2@2,text:1 "
-              "--rule hf-5.3");
+  const nlohmann::json j = json_of("mrope-positions " + qwen25_merge1() +
+                                   " --layout text:1,video:2x2x2@2,text:1 "
+                                   "--rule hf-5.3");
   EXPECT_EQ(j["rule"], "hf-5.3");
   EXPECT_EQ(j["layout"], "text:1,video:2x2x2@2,text:1");
   EXPECT_EQ(j["tokens"], 10);
   EXPECT_EQ(j["model_type"], "qwen2_5_vl");
   EXPECT_EQ(j["tokens_per_second"], 2);
-  EXPECT_EQ(j["position_ids"][0],
-            nlohmann::json::parse("[0, 1, 1, 1, 1, 5, 5, 5, 5, 3]"));
-  EXPECT_EQ(j["position_ids"][2],
-            nlohmann::json::parse("[0, 1, 2, 1, 2, 1, 2, 1, 2, 3]"));
+  EXPECT_EQ(j["position_ids"][0], nlohmann::json::parse("[0, 1, 1, 1, 1, 5, 5, 5, 5, 3]"));
+  EXPECT_EQ(j["position_ids"][2], nlohmann::json::parse("[0, 1, 2, 1, 2, 1, 2, 1, 2, 3]"));
   EXPECT_EQ(j["rope_deltas"], -4);
   EXPECT_EQ(j["rules_first_differ_at"], 9);
   // The default rule is hf-4.5: the text at max + 1 = 6.
@@ -119,7 +117,8 @@ TEST(MropePositionsCli, Qwen3VlSplitsVideoFrames) {
   EXPECT_EQ(j["model"], "qwen3-vl");
   EXPECT_FALSE(j.contains("tokens_per_second"));
   EXPECT_TRUE(j["rules_first_differ_at"].is_null());
-  const CliRun r = posenc("mrope-positions " + qwen3() + " --layout image:3x4x4,text:1 --rule hf-5.3");
+  const CliRun r =
+      posenc("mrope-positions " + qwen3() + " --layout image:3x4x4,text:1 --rule hf-5.3");
   EXPECT_THAT(r.out, HasSubstr("hf-4.5 gives other ids from token 12 on"));
   EXPECT_EQ(j["position_ids"][0],
             nlohmann::json::parse("[0, 1, 2, 2, 2, 2, 4, 4, 4, 4, 6, 6, 6, 6, 8]"));
@@ -142,9 +141,9 @@ TEST(MropePositionsCli, EveryErrorNamesWhatIsWrong) {
   expect_error(cmd + "text:0", {"layout segment 1 (\"text:0\")", "N (0) must be an integer >= 1"});
   expect_error(cmd + "image:1x-28x28", {"H (-28) must be an integer >= 1"});
   expect_error(cmd + "image:1x28", {"the grid (1x28) must be TxHxW"});
-  expect_error(cmd + "text:2,image:1x27x28",
-               {"layout segment 2 (\"image:1x27x28\")", "H (27) must be a multiple of "
-                "spatial_merge_size (2)"});
+  expect_error(cmd + "text:2,image:1x27x28", {"layout segment 2 (\"image:1x27x28\")",
+                                              "H (27) must be a multiple of "
+                                              "spatial_merge_size (2)"});
   expect_error(cmd + "image:1x28x30,video:1x28x27@1",
                {"layout segment 2 (\"video:1x28x27@1\")", "W (27) must be a multiple"});
   expect_error(cmd + "video:4x28x28", {"layout segment 1 (\"video:4x28x28\")", "needs @S"});
@@ -162,13 +161,14 @@ TEST(MropePositionsCli, EveryErrorNamesWhatIsWrong) {
   const std::string llama = config("llama.json", R"({"model_type": "llama", "rope_theta": 1e4})");
   expect_error("mrope-positions " + llama + " --layout text:1",
                {"model_type (\"llama\") has no M-RoPE position rule"});
-  const std::string bad_merge = config(
-      "bad_merge.json", R"({"model_type": "qwen2_vl", "vision_config": {"spatial_merge_size": 0}})");
+  const std::string bad_merge =
+      config("bad_merge.json",
+             R"({"model_type": "qwen2_vl", "vision_config": {"spatial_merge_size": 0}})");
   expect_error("mrope-positions " + bad_merge + " --layout text:1",
                {"vision_config.spatial_merge_size (0) must be a positive integer"});
-  const std::string bad_tps = config(
-      "bad_tps.json",
-      R"({"model_type": "qwen2_5_vl", "vision_config": {"tokens_per_second": -2}})");
+  const std::string bad_tps =
+      config("bad_tps.json",
+             R"({"model_type": "qwen2_5_vl", "vision_config": {"tokens_per_second": -2}})");
   expect_error("mrope-positions " + bad_tps + " --layout text:1",
                {"vision_config.tokens_per_second (-2) must be a finite number > 0"});
   expect_error("mrope-positions /nonexistent/vl.json --layout text:1",
@@ -179,14 +179,15 @@ TEST(MropePositionsCli, EveryErrorNamesWhatIsWrong) {
 
 // docs/mrope-positions.md's example: its config, its command, and the output it shows.
 TEST(MropePositionsCli, DocExampleOutputIsWhatTheToolPrints) {
-  const std::string doc = posenc_cli::slurp(std::string(POSENC_SOURCE_DIR) +
-                                            "/docs/mrope-positions.md");
+  const std::string doc =
+      posenc_cli::slurp(std::string(POSENC_SOURCE_DIR) + "/docs/mrope-positions.md");
   const std::string cat = "$ cat vl.json\n";
   const std::string run = "$ posenc mrope-positions vl.json ";
   const std::size_t c = doc.find(cat), r = doc.find(run);
   ASSERT_NE(c, std::string::npos);
   ASSERT_NE(r, std::string::npos);
-  const std::string json = doc.substr(c + cat.size(), doc.find('\n', c + cat.size()) - c - cat.size());
+  const std::string json =
+      doc.substr(c + cat.size(), doc.find('\n', c + cat.size()) - c - cat.size());
   const std::size_t args_end = doc.find('\n', r);
   const std::string args = doc.substr(r + run.size(), args_end - r - run.size());
   const std::string shown = doc.substr(args_end + 1, doc.find("```", args_end) - args_end - 1);

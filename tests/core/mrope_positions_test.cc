@@ -45,15 +45,15 @@ std::string error_of(const std::string& layout, MropeModel model = MropeModel::k
 // tokens_per_second 2, second_per_grid_ts 2.0, grid (2, 2, 2) with spatial_merge_size 1 after one
 // text token: t = [1,1,1,1,5,5,5,5] and the next text at 3.
 TEST(MropePositions, TransformersTemporalScalingTestUnderHf53) {
-  const MropePositions p = positions("text:1,video:2x2x2@2,text:1", MropeModel::kQwen25Vl,
-                                     MropeRule::kHf53, 1, 2);
+  const MropePositions p =
+      positions("text:1,video:2x2x2@2,text:1", MropeModel::kQwen25Vl, MropeRule::kHf53, 1, 2);
   EXPECT_THAT(p.ids[0], ElementsAre(0, 1, 1, 1, 1, 5, 5, 5, 5, 3));
   EXPECT_THAT(p.ids[1], ElementsAre(0, 1, 1, 2, 2, 1, 1, 2, 2, 3));
   EXPECT_THAT(p.ids[2], ElementsAre(0, 1, 2, 1, 2, 1, 2, 1, 2, 3));
   EXPECT_EQ(p.rope_deltas, 5 + 1 - 10);
   // hf-4.5 places the text at max + 1 = 6: the rules first differ at that token (9).
-  const MropePositions old = positions("text:1,video:2x2x2@2,text:1", MropeModel::kQwen25Vl,
-                                       MropeRule::kHf45, 1, 2);
+  const MropePositions old =
+      positions("text:1,video:2x2x2@2,text:1", MropeModel::kQwen25Vl, MropeRule::kHf45, 1, 2);
   EXPECT_THAT(old.ids[0], ElementsAre(0, 1, 1, 1, 1, 5, 5, 5, 5, 6));
   EXPECT_EQ(old.rope_deltas, 6 + 1 - 10);
   EXPECT_EQ(mrope_first_difference(p, old), 9);
@@ -64,8 +64,8 @@ TEST(MropePositions, TransformersTemporalScalingTestUnderHf53) {
 TEST(MropePositions, DocWorkedExampleImageInText) {
   constexpr std::int64_t L = 5;
   for (MropeRule rule : {MropeRule::kHf45, MropeRule::kHf53}) {
-    for (MropeModel model : {MropeModel::kQwen2Vl, MropeModel::kQwen25Vl, MropeModel::kQwen3Vl,
-                             MropeModel::kGlm4v}) {
+    for (MropeModel model :
+         {MropeModel::kQwen2Vl, MropeModel::kQwen25Vl, MropeModel::kQwen3Vl, MropeModel::kGlm4v}) {
       const MropePositions p = positions("text:5,image:1x28x28,text:3", model, rule);
       ASSERT_EQ(p.tokens(), L + 196 + 3);
       for (std::int64_t j = 0; j < L; ++j) {
@@ -136,10 +136,9 @@ TEST(MropePositions, RulesFirstDifferAfterALongVideo) {
   EXPECT_EQ(a.rope_deltas, 9 - 27);
   EXPECT_EQ(b.rope_deltas, 7 - 27);  // the video's t = 6 stays the maximum
   // A video short enough that (T - 1) * interval < max(H', W') gives the same ids.
-  EXPECT_EQ(mrope_first_difference(positions("text:1,video:2x4x4@1,text:2", MropeModel::kQwen2Vl,
-                                              MropeRule::kHf45),
-                                    positions("text:1,video:2x4x4@1,text:2", MropeModel::kQwen2Vl,
-                                              MropeRule::kHf53)),
+  EXPECT_EQ(mrope_first_difference(
+                positions("text:1,video:2x4x4@1,text:2", MropeModel::kQwen2Vl, MropeRule::kHf45),
+                positions("text:1,video:2x4x4@1,text:2", MropeModel::kQwen2Vl, MropeRule::kHf53)),
             std::nullopt);
 }
 
@@ -182,10 +181,14 @@ TEST(MropePositions, TextOnlyIsOneAxisCounting) {
 
 posenc_ref::VlModel ref_model(MropeModel m) {
   switch (m) {
-    case MropeModel::kQwen2Vl: return posenc_ref::VlModel::kQwen2Vl;
-    case MropeModel::kQwen25Vl: return posenc_ref::VlModel::kQwen25Vl;
-    case MropeModel::kQwen3Vl: return posenc_ref::VlModel::kQwen3Vl;
-    case MropeModel::kGlm4v: return posenc_ref::VlModel::kGlm4v;
+    case MropeModel::kQwen2Vl:
+      return posenc_ref::VlModel::kQwen2Vl;
+    case MropeModel::kQwen25Vl:
+      return posenc_ref::VlModel::kQwen25Vl;
+    case MropeModel::kQwen3Vl:
+      return posenc_ref::VlModel::kQwen3Vl;
+    case MropeModel::kGlm4v:
+      return posenc_ref::VlModel::kGlm4v;
   }
   return posenc_ref::VlModel::kQwen2Vl;
 }
@@ -211,17 +214,17 @@ TEST(MropePositions, MatchesTheReference) {
                                                              : 'v';
       ref.push_back({kind, s.tokens, s.t, s.h, s.w, s.second_per_grid_t});
     }
-    for (MropeModel model : {MropeModel::kQwen2Vl, MropeModel::kQwen25Vl, MropeModel::kQwen3Vl,
-                             MropeModel::kGlm4v}) {
+    for (MropeModel model :
+         {MropeModel::kQwen2Vl, MropeModel::kQwen25Vl, MropeModel::kQwen3Vl, MropeModel::kGlm4v}) {
       for (MropeRule rule : {MropeRule::kHf45, MropeRule::kHf53}) {
         for (std::int64_t merge : {1, 2, 4}) {
           for (double tps : {1.0, 2.0, 4.0, 2.5}) {
             const MropePositions p = mrope_positions(layout, {model, merge, tps}, rule);
-            const posenc_ref::VlIds r = posenc_ref::vl_positions(
-                ref, ref_model(model), merge, tps, rule == MropeRule::kHf53);
+            const posenc_ref::VlIds r = posenc_ref::vl_positions(ref, ref_model(model), merge, tps,
+                                                                 rule == MropeRule::kHf53);
             const std::string what = text + " " + std::string(mrope_model_name(model)) + " " +
-                                     std::string(mrope_rule_name(rule)) + " m=" +
-                                     std::to_string(merge) + " tps=" + std::to_string(tps);
+                                     std::string(mrope_rule_name(rule)) +
+                                     " m=" + std::to_string(merge) + " tps=" + std::to_string(tps);
             for (int a = 0; a < 3; ++a) EXPECT_EQ(p.ids[a], r.axes[a]) << what << " axis " << a;
             EXPECT_EQ(p.rope_deltas, r.delta) << what;
             ++compared;
@@ -293,14 +296,16 @@ TEST(MropePositions, ErrorsNameTheSegmentAndTheValue) {
   EXPECT_THAT(error_of("text:1", MropeModel::kQwen25Vl, 2, std::nan("")),
               HasSubstr("tokens_per_second (nan) must be a finite number > 0"));
   EXPECT_EQ(error_of("text:1", MropeModel::kQwen2Vl, 2, 0), "(no error)");  // not read there
-  EXPECT_THAT(error_of("image:1x4096x4096,image:1x2x2"),
-              HasSubstr("segment 2 (\"image:1x2x2\"): the layout reaches more than 4194304 tokens"));
+  EXPECT_THAT(
+      error_of("image:1x4096x4096,image:1x2x2"),
+      HasSubstr("segment 2 (\"image:1x2x2\"): the layout reaches more than 4194304 tokens"));
   EXPECT_THAT(error_of("image:1x10000000000x10000000000"), HasSubstr("more than 4194304 tokens"));
   EXPECT_THAT(error_of("video:2x2x2@1e300"),
               HasSubstr("the temporal id of group 1 (2e+300) is past int32 (2147483647)"));
-  EXPECT_THAT(error_of("text:4000000,video:10x2x2@119300000,text:1"),
-              HasSubstr("segment 2 (\"video:10x2x2@119300000\"): position ids reach 2151400000, past "
-                        "int32 (2147483647)"));
+  EXPECT_THAT(
+      error_of("text:4000000,video:10x2x2@119300000,text:1"),
+      HasSubstr("segment 2 (\"video:10x2x2@119300000\"): position ids reach 2151400000, past "
+                "int32 (2147483647)"));
   // Structured input that bypasses the parser is checked too.
   MropeSegment zero;
   zero.kind = MropeSegmentKind::kText;

@@ -79,14 +79,16 @@ TEST(VisionConfig, ErrorsNameTheKeyAndTheValue) {
               HasSubstr("vision_config ([2]) must be an object"));
   for (const char* bad : {"0", "-2", "1.5", "\"2\""}) {
     EXPECT_THAT(error_of(std::string(R"({"model_type": "qwen2_vl", "vision_config":
-                                         {"spatial_merge_size": )") + bad + "}}"),
+                                         {"spatial_merge_size": )") +
+                         bad + "}}"),
                 HasSubstr("vision_config.spatial_merge_size (" + std::string(bad) +
                           ") must be a positive integer"))
         << bad;
   }
   for (const char* bad : {"0", "-1"}) {
     EXPECT_THAT(error_of(std::string(R"({"model_type": "qwen2_5_vl", "vision_config":
-                                         {"tokens_per_second": )") + bad + "}}"),
+                                         {"tokens_per_second": )") +
+                         bad + "}}"),
                 HasSubstr("vision_config.tokens_per_second (" + std::string(bad) +
                           ") must be a finite number > 0"))
         << bad;

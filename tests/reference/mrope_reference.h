@@ -61,8 +61,8 @@ inline std::vector<VlItem> vl_items(const VlSegment& s, VlModel model, std::int6
   return items;
 }
 
-inline VlIds vl_positions(const std::vector<VlSegment>& layout, VlModel model,
-                          std::int64_t merge, double tokens_per_second, bool v5) {
+inline VlIds vl_positions(const std::vector<VlSegment>& layout, VlModel model, std::int64_t merge,
+                          double tokens_per_second, bool v5) {
   VlIds out;
   auto push = [&out](std::int64_t t, std::int64_t h, std::int64_t w) {
     out.axes[0].push_back(t);

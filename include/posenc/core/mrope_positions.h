@@ -54,7 +54,10 @@ enum class MropeRule { kHf45, kHf53 };
 std::string_view mrope_rule_name(MropeRule rule);
 MropeRule parse_mrope_rule(std::string_view name);  // throws Error naming --rule and the value
 
+// "text", "image", "video".
 enum class MropeSegmentKind { kText, kImage, kVideo };
+std::string_view mrope_segment_kind_name(MropeSegmentKind kind);
+MropeSegmentKind parse_mrope_segment_kind(std::string_view name);  // throws Error naming it
 
 // One segment of a layout. text: `tokens`; image and video: the grid t x h x w in patches;
 // video: `second_per_grid_t` (S) too.

@@ -19,7 +19,7 @@
 
 namespace posenc {
 
-inline constexpr std::int64_t kDefaultSpatialMergeSize = 2;  // transformers' vision configs
+inline constexpr std::int64_t kDefaultSpatialMergeSize = 2;   // transformers' vision configs
 inline constexpr double kQwen25VlDefaultTokensPerSecond = 4;  // Qwen2_5_VLVisionConfig
 
 struct VisionConfig {
