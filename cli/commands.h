@@ -47,4 +47,8 @@ void add_generate(CLI::App& app);
 // `posenc eval --model M --text T`: perplexity for every (RoPE scaling method, context).
 void add_eval(CLI::App& app);
 
+// `posenc mrope-positions CONFIG --layout LAYOUT [--rule hf-4.5|hf-5.3] [--json]`: M-RoPE
+// position ids [3, tokens] and rope_deltas of text, images and videos for a VL model.
+void add_mrope_positions(CLI::App& app);
+
 }  // namespace posenc::cli

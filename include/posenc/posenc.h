@@ -2,11 +2,12 @@
 // layer uses only layers listed before it; docs/design.md §2 draws the data flow):
 //   core/      spec.h (RopeSpec, the methods and their traits) -> frequencies.h (inv_freq and the
 //              two scalars, in the numerics.h conventions) -> cos_sin.h; ggml.h (llama.cpp's
-//              parameters), sinusoidal.h, defaults.h, error.h, threads.h
+//              parameters), sinusoidal.h, mrope_positions.h (M-RoPE ids of text, images,
+//              videos), defaults.h, error.h, threads.h
 //   rope/      the hot path: tensor.h (views), table.h (cos/sin rows), apply.h (apply_rope,
 //              rerotate_keys), targets.h (SIMD targets)
 //   io/        models in: model.h (load_model: config.json or GGUF), config.h, gguf.h, presets.h,
-//              extend.h (--scaling), npy.h
+//              extend.h (--scaling), npy.h, vision_config.h
 //   analysis/  engines.h (transformers, llama.cpp, vLLM side by side), doctor.h, verify.h, pairs.h
 //   llama/     llama.h (the stories260K model), perplexity.h
 //   report/    svg.h, figures.h, report.h (the HTML page), json.h (the --json of inspect,
@@ -22,6 +23,7 @@
 #include "posenc/core/error.h"
 #include "posenc/core/frequencies.h"
 #include "posenc/core/ggml.h"
+#include "posenc/core/mrope_positions.h"
 #include "posenc/core/numerics.h"
 #include "posenc/core/sinusoidal.h"
 #include "posenc/core/spec.h"
@@ -32,6 +34,7 @@
 #include "posenc/io/model.h"
 #include "posenc/io/npy.h"
 #include "posenc/io/presets.h"
+#include "posenc/io/vision_config.h"
 #include "posenc/llama/llama.h"
 #include "posenc/llama/perplexity.h"
 #include "posenc/report/figures.h"
