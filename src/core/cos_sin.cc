@@ -1,6 +1,7 @@
 // cos/sin of the rotation angle at one position, per numeric convention (cos_sin.h).
 #include "posenc/core/cos_sin.h"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -100,6 +101,70 @@ void cos_sin_at(const Frequencies& freqs, std::int64_t position, std::span<doubl
       if (!freqs.ggml) throw Error("cos_sin_at: ggml numerics without ggml parameters");
       detail::ggml_cos_sin(*freqs.ggml, position, cos_out.data(), sin_out.data());
       return;
+    }
+  }
+}
+
+bool gathers_angles(const Frequencies& freqs) {
+  const AxisRule rule = freqs.spec.axis_map.rule;
+  return freqs.numerics == Numerics::kHf &&
+         (rule == AxisRule::kInterleaved || rule == AxisRule::kErnie);
+}
+
+void cos_sin_at(const Frequencies& freqs, std::span<const std::int64_t> axis_positions,
+                std::span<double> cos_out, std::span<double> sin_out) {
+  const AxisMap& map = freqs.spec.axis_map;
+  if (static_cast<std::int64_t>(axis_positions.size()) != map.axes) {
+    throw Error("cos_sin_at: axis_positions hold " + std::to_string(axis_positions.size()) +
+                " positions, but the spec's axis map (" + std::string(axis_rule_name(map.rule)) +
+                ") reads " + std::to_string(map.axes) + " axes");
+  }
+  const std::size_t n = freqs.inv_freq.size();
+  if (cos_out.size() < n || sin_out.size() < n) {
+    throw Error("cos_sin_at: output spans (" + std::to_string(cos_out.size()) + ", " +
+                std::to_string(sin_out.size()) + ") must hold pair_count (" + std::to_string(n) +
+                ") entries");
+  }
+  const bool same = std::all_of(axis_positions.begin(), axis_positions.end(),
+                                [&](std::int64_t p) { return p == axis_positions[0]; });
+  if (same || map.slot_axis.empty()) {
+    cos_sin_at(freqs, axis_positions[0], cos_out, sin_out);
+    return;
+  }
+  auto pos = [&](std::size_t i) {
+    return axis_positions[static_cast<std::size_t>(map.slot_axis[i])];
+  };
+  if (freqs.numerics == Numerics::kPrecise) {
+    const double af = freqs.attention_factor;
+    for (std::size_t i = 0; i < n; ++i) {
+      double s, c;
+      exact_sincos(pos(i), freqs.inv_freq[i], s, c);
+      cos_out[i] = c * af;
+      sin_out[i] = s * af;
+    }
+    return;
+  }
+  if (gathers_angles(freqs)) {
+    // Qwen3VLTextRotaryEmbedding: freqs per axis in float32, interleaved, then emb.cos().
+    const float af = static_cast<float>(freqs.attention_factor);
+    std::vector<float> angle(n), c(n), s(n);
+    for (std::size_t i = 0; i < n; ++i)
+      angle[i] = static_cast<float>(freqs.inv_freq[i]) * static_cast<float>(pos(i));
+    detail::torch_cos_sin_row(angle, c, s);
+    for (std::size_t i = 0; i < n; ++i) {
+      cos_out[i] = c[i] * af;
+      sin_out[i] = s[i] * af;
+    }
+    return;
+  }
+  // Per-axis rows, then each slot from its axis' row (Qwen2-VL's section select on cos/sin).
+  std::vector<double> c(n), s(n);
+  for (std::int64_t a = 0; a < map.axes; ++a) {
+    cos_sin_at(freqs, axis_positions[static_cast<std::size_t>(a)], c, s);
+    for (std::size_t i = 0; i < n; ++i) {
+      if (map.slot_axis[i] != a) continue;
+      cos_out[i] = c[i];
+      sin_out[i] = s[i];
     }
   }
 }
