@@ -87,12 +87,13 @@ std::vector<std::int64_t> AxisPositions(std::int64_t axes, std::int64_t tokens, 
 
 // The reference's per-(token, slot) positions of axis-major positions.
 std::vector<std::int64_t> RefSlotPositions(const std::vector<SlotRef>& ref,
-                                           const std::vector<std::int64_t>& pos,
-                                           std::int64_t axes, std::int64_t tokens) {
+                                           const std::vector<std::int64_t>& pos, std::int64_t axes,
+                                           std::int64_t tokens) {
   std::vector<std::int64_t> out;
   for (std::int64_t t = 0; t < tokens; ++t) {
     std::vector<std::int64_t> ap;
-    for (std::int64_t a = 0; a < axes; ++a) ap.push_back(pos[static_cast<std::size_t>(a * tokens + t)]);
+    for (std::int64_t a = 0; a < axes; ++a)
+      ap.push_back(pos[static_cast<std::size_t>(a * tokens + t)]);
     const auto sp = posenc_ref::SlotPositions(ref, ap);
     out.insert(out.end(), sp.begin(), sp.end());
   }
@@ -103,8 +104,8 @@ int Apply(const posenc::Frequencies& f, Buffer& buf, std::int64_t tokens, std::i
           const std::vector<std::int64_t>& pos, posenc::Direction dir,
           const posenc::CosSinTable* table = nullptr) {
   posenc::RopeArgs args;
-  args.q = posenc::TensorView::contiguous(buf.bytes.data(), buf.dtype, tokens, heads,
-                                          f.spec.head_dim);
+  args.q =
+      posenc::TensorView::contiguous(buf.bytes.data(), buf.dtype, tokens, heads, f.spec.head_dim);
   args.positions = std::span<const std::int64_t>(pos);
   args.direction = dir;
   args.table = table;
@@ -140,20 +141,32 @@ TEST(AxisMap, Glm4vSetsHalfTheHeadInAdjacentPairs) {
   EXPECT_EQ(s.layout, Layout::kInterleaved);
   EXPECT_TRUE(posenc::validate(s).empty());
   posenc::RopeSpec bad = Spec(6, 6, 0, Layout::kHalfSplit);
-  EXPECT_THAT(error_of([&] { posenc::set_glm4v_mrope(bad, Sections{1, 0, 0}); }),
+  EXPECT_THAT(error_of([&] {
+                posenc::set_glm4v_mrope(bad, Sections{1, 0, 0});
+              }),
               HasSubstr("head_dim (6)"));
 }
 
 TEST(AxisMap, BadSectionsAreRefusedNamingTheFieldAndValue) {
-  EXPECT_THAT(error_of([] { posenc::mrope_sections(Sections{16, 24}); }),
+  EXPECT_THAT(error_of([] {
+                posenc::mrope_sections(Sections{16, 24});
+              }),
               HasSubstr("mrope_section ([16, 24]) must have 3 entries"));
-  EXPECT_THAT(error_of([] { posenc::xdrope_sections(Sections{16, 24, 24}); }),
+  EXPECT_THAT(error_of([] {
+                posenc::xdrope_sections(Sections{16, 24, 24});
+              }),
               HasSubstr("xdrope_section ([16, 24, 24]) must have 4 entries"));
-  EXPECT_THAT(error_of([] { posenc::mrope_interleaved(Sections{16, -1, 24}); }),
+  EXPECT_THAT(error_of([] {
+                posenc::mrope_interleaved(Sections{16, -1, 24});
+              }),
               HasSubstr("mrope_section[1] (-1)"));
-  EXPECT_THAT(error_of([] { posenc::mrope_sections(Sections{0, 0, 0}); }),
+  EXPECT_THAT(error_of([] {
+                posenc::mrope_sections(Sections{0, 0, 0});
+              }),
               HasSubstr("must not be all zeros"));
-  EXPECT_THAT(error_of([] { posenc::ernie_mrope(Sections{22, 20, 22}); }),
+  EXPECT_THAT(error_of([] {
+                posenc::ernie_mrope(Sections{22, 20, 22});
+              }),
               HasSubstr("h and w sections (22, 20) must be equal"));
   // Sections must cover the rotated slots exactly (vLLM asserts it).
   posenc::RopeSpec s = Spec(128, 128, 0, Layout::kHalfSplit);
@@ -174,7 +187,8 @@ TEST(MultiAxisApply, AccuracyAgainstTheReferenceMapOnEveryTarget) {
       for (DType dtype : {DType::kF32, DType::kF16, DType::kBF16}) {
         for (Layout layout : {Layout::kHalfSplit, Layout::kInterleaved}) {
           for (bool yarn : {false, true}) {
-            posenc::RopeSpec spec = MapSpec(c, layout, /*offset=*/layout == Layout::kHalfSplit ? 0 : 4);
+            posenc::RopeSpec spec =
+                MapSpec(c, layout, /*offset=*/layout == Layout::kHalfSplit ? 0 : 4);
             if (yarn) {
               spec.method = posenc::Method::kYarn;
               spec.factor = 3.0;
@@ -183,11 +197,12 @@ TEST(MultiAxisApply, AccuracyAgainstTheReferenceMapOnEveryTarget) {
             const posenc::Frequencies f = posenc::compute_frequencies(spec);
             const std::int64_t tokens = 5, heads = 3, axes = c.map.axes;
             const auto pos = AxisPositions(axes, tokens, rng);
-            const Buffer in = Random(dtype, static_cast<std::size_t>(tokens * heads * spec.head_dim), rng);
+            const Buffer in =
+                Random(dtype, static_cast<std::size_t>(tokens * heads * spec.head_dim), rng);
             const auto slot_pos = RefSlotPositions(c.ref, pos, axes, tokens);
-            const std::string what = target + " " + c.name + " " +
-                                     std::string(posenc::dtype_name(dtype)) + " " +
-                                     std::string(posenc::layout_name(layout)) + (yarn ? " yarn" : "");
+            const std::string what =
+                target + " " + c.name + " " + std::string(posenc::dtype_name(dtype)) + " " +
+                std::string(posenc::layout_name(layout)) + (yarn ? " yarn" : "");
             Buffer out = in;
             Apply(f, out, tokens, heads, pos, posenc::Direction::kForward);
             CheckRotationSlots(f, in, out, tokens, heads, slot_pos, false, what);
@@ -228,7 +243,8 @@ TEST(MultiAxisApply, TextOnlyPositionsGiveOneAxisRopeBitForBitOnEveryTarget) {
             std::vector<std::int64_t> one = {0, 17, 4095, 300000};
             std::vector<std::int64_t> all;
             for (std::int64_t a = 0; a < axes; ++a) all.insert(all.end(), one.begin(), one.end());
-            const Buffer in = Random(dtype, static_cast<std::size_t>(tokens * heads * c.head_dim), rng);
+            const Buffer in =
+                Random(dtype, static_cast<std::size_t>(tokens * heads * c.head_dim), rng);
             Buffer a = in, b = in, t = in;
             Apply(fm, a, tokens, heads, all, posenc::Direction::kForward);
             Apply(fs, b, tokens, heads, one, posenc::Direction::kForward);
@@ -308,13 +324,60 @@ TEST(MultiAxisCosSin, SlotsComeFromTheirAxisRow) {
           EXPECT_NEAR(cm[i], c1[i], 2e-7) << c.name << " slot " << i;
           EXPECT_NEAR(sm[i], s1[i], 2e-7) << c.name << " slot " << i;
         } else {
-          EXPECT_EQ(cm[i], c1[i]) << c.name << " " << posenc::numerics_name(numerics) << " slot " << i;
-          EXPECT_EQ(sm[i], s1[i]) << c.name << " " << posenc::numerics_name(numerics) << " slot " << i;
+          EXPECT_EQ(cm[i], c1[i]) << c.name << " " << posenc::numerics_name(numerics) << " slot "
+                                  << i;
+          EXPECT_EQ(sm[i], s1[i]) << c.name << " " << posenc::numerics_name(numerics) << " slot "
+                                  << i;
         }
       }
       std::vector<std::int64_t> wrong(static_cast<std::size_t>(c.map.axes + 1), 0);
       EXPECT_THAT(error_of([&] { posenc::cos_sin_at(f, wrong, cm, sm); }),
-                  HasSubstr("hold " + std::to_string(c.map.axes + 1) + " positions, but the spec's axis map"));
+                  HasSubstr("hold " + std::to_string(c.map.axes + 1) +
+                            " positions, but the spec's axis map"));
+    }
+  }
+}
+
+// transformers' M-RoPE forward: position_ids [axes, batch, seq]. Each slot of the cos/sin row
+// is the one-axis forward's value at the position of its axis (hf: bit for bit where torch's cos
+// runs over per-axis embs, Qwen2-VL's way; within an ulp where it runs over gathered angles).
+TEST(MultiAxisCosSin, RotaryForwardTakesAxesBatchSeqPositionIds) {
+  std::mt19937 rng(3);
+  for (const MapCase& c : Maps()) {
+    for (Numerics numerics : {Numerics::kPrecise, Numerics::kHf}) {
+      const auto f = posenc::compute_frequencies(MapSpec(c, Layout::kHalfSplit), numerics);
+      posenc::RopeSpec single_spec = MapSpec(c, Layout::kHalfSplit);
+      single_spec.axis_map = AxisMap{};
+      const auto single = posenc::compute_frequencies(single_spec, numerics);
+      const std::int64_t batch = 2, seq = 8, axes = c.map.axes, tokens = batch * seq;
+      const std::size_t width = static_cast<std::size_t>(c.head_dim);
+      const auto pos = AxisPositions(axes, tokens, rng, 300000);
+      std::vector<float> cm(static_cast<std::size_t>(tokens) * width), sm(cm.size());
+      posenc::rotary_forward_cos_sin(f, pos, batch, true, cm, sm);
+      for (std::int64_t a = 0; a < axes; ++a) {
+        const std::span<const std::int64_t> row(pos.data() + a * tokens,
+                                                static_cast<std::size_t>(tokens));
+        std::vector<float> c1(cm.size()), s1(cm.size());
+        posenc::rotary_forward_cos_sin(single, row, batch, true, c1, s1);
+        for (std::size_t k = 0; k < static_cast<std::size_t>(tokens); ++k) {
+          for (std::size_t j = 0; j < width; ++j) {
+            if (c.ref[j % (width / 2)].axis != a) continue;
+            const std::size_t at = k * width + j;
+            if (posenc::gathers_angles(f)) {
+              EXPECT_NEAR(cm[at], c1[at], 1.2e-7) << c.name << " token " << k << " dim " << j;
+              EXPECT_NEAR(sm[at], s1[at], 1.2e-7) << c.name << " token " << k << " dim " << j;
+            } else {
+              EXPECT_EQ(cm[at], c1[at]) << c.name << " token " << k << " dim " << j;
+              EXPECT_EQ(sm[at], s1[at]) << c.name << " token " << k << " dim " << j;
+            }
+          }
+        }
+      }
+      EXPECT_THAT(error_of([&] {
+                    posenc::rotary_forward_cos_sin(f, std::span<const std::int64_t>(pos.data(), 5),
+                                                   batch, true, cm, sm);
+                  }),
+                  HasSubstr("positions (5) must divide into " + std::to_string(axes) + " axes x"));
     }
   }
 }
@@ -325,7 +388,8 @@ TEST(MultiAxisApply, WrongPositionShapesAreRefusedNamingBothNumbers) {
   std::mt19937 rng(1);
   Buffer buf = Random(DType::kF32, static_cast<std::size_t>(8 * 2 * c.head_dim), rng);
   const std::vector<std::int64_t> one_axis(8, 3);  // [1, 8] for a 3-axis spec
-  const std::string e = error_of([&] { Apply(f, buf, 8, 2, one_axis, posenc::Direction::kForward); });
+  const std::string e =
+      error_of([&] { Apply(f, buf, 8, 2, one_axis, posenc::Direction::kForward); });
   EXPECT_THAT(e, HasSubstr("positions must be [axes, tokens] = [3, 8] (24 entries"));
   EXPECT_THAT(e, HasSubstr("got 8 positions = [1, 8] (1 axes)"));
   const std::vector<std::int64_t> short_tokens(21, 3);  // [3, 7] for 8 tokens
@@ -336,16 +400,18 @@ TEST(MultiAxisApply, WrongPositionShapesAreRefusedNamingBothNumbers) {
   single.axis_map = AxisMap{};
   const auto fs = posenc::compute_frequencies(single);
   EXPECT_NO_THROW(Apply(fs, buf, 8, 2, one_axis, posenc::Direction::kForward));
-  EXPECT_THAT(error_of([&] { posenc::rerotate_keys(f, f, posenc::TensorView::contiguous(
-                                                             buf.bytes.data(), DType::kF32, 8, 2,
-                                                             c.head_dim),
-                                                   std::span<const std::int64_t>(one_axis)); }),
+  EXPECT_THAT(error_of([&] {
+                posenc::rerotate_keys(
+                    f, f,
+                    posenc::TensorView::contiguous(buf.bytes.data(), DType::kF32, 8, 2, c.head_dim),
+                    std::span<const std::int64_t>(one_axis));
+              }),
               HasSubstr("rerotate_keys: positions must be [axes, tokens] = [3, 8]"));
   EXPECT_THAT(error_of([&] {
-                posenc::rerotate_keys(f, fs,
-                                      posenc::TensorView::contiguous(buf.bytes.data(), DType::kF32,
-                                                                     8, 2, c.head_dim),
-                                      std::span<const std::int64_t>(one_axis));
+                posenc::rerotate_keys(
+                    f, fs,
+                    posenc::TensorView::contiguous(buf.bytes.data(), DType::kF32, 8, 2, c.head_dim),
+                    std::span<const std::int64_t>(one_axis));
               }),
               HasSubstr("axis maps contiguous vs single"));
 }
@@ -364,13 +430,14 @@ TEST(MultiAxisRerotate, MovesKeysBetweenFrequenciesPerSlot) {
     const auto fa = posenc::compute_frequencies(a), fb = posenc::compute_frequencies(b);
     const std::int64_t tokens = 3, heads = 2;
     const auto pos = AxisPositions(c.map.axes, tokens, rng, 20000);
-    const Buffer k = Random(DType::kF32, static_cast<std::size_t>(tokens * heads * c.head_dim), rng);
+    const Buffer k =
+        Random(DType::kF32, static_cast<std::size_t>(tokens * heads * c.head_dim), rng);
     Buffer via = k, direct = k;
     Apply(fa, via, tokens, heads, pos, posenc::Direction::kForward);
-    posenc::rerotate_keys(fa, fb,
-                          posenc::TensorView::contiguous(via.bytes.data(), DType::kF32, tokens,
-                                                         heads, c.head_dim),
-                          std::span<const std::int64_t>(pos));
+    posenc::rerotate_keys(
+        fa, fb,
+        posenc::TensorView::contiguous(via.bytes.data(), DType::kF32, tokens, heads, c.head_dim),
+        std::span<const std::int64_t>(pos));
     Apply(fb, direct, tokens, heads, pos, posenc::Direction::kForward);
     for (std::size_t i = 0; i < static_cast<std::size_t>(tokens * heads * c.head_dim); ++i)
       EXPECT_NEAR(via.get(i), direct.get(i), 2e-5) << c.name << " element " << i;

@@ -44,6 +44,9 @@ bool gathers_angles(const Frequencies& freqs);
 // [batch, n, seq] memory of the transposed product without the cat, whose lane groups run along
 // the positions. Other numerics: the convention's values rounded once. Throws Error when the
 // output spans are shorter than batch * seq * width or positions does not divide into batch.
+// Multi-axis specs take position_ids [axes, batch, seq] (axis-major) as transformers' M-RoPE
+// forward does; kHf then takes torch's cos over the emb of each axis and selects each slot from
+// its axis (Qwen2-VL), or over the emb of the gathered angles (Qwen3-VL, ERNIE).
 void rotary_forward_cos_sin(const Frequencies& freqs, std::span<const std::int64_t> positions,
                             std::int64_t batch, bool cat, std::span<float> cos_out,
                             std::span<float> sin_out);
