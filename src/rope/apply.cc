@@ -166,9 +166,8 @@ int run(const RopeSpec& spec, const std::vector<Pass>& passes, std::int64_t toke
 
 // Tokens of a call: one position per token for one axis; [axes, tokens] (axis-major) for a
 // multi-axis spec, whose token count comes from the tensor (`view_tokens`).
-std::int64_t token_count(const RopeSpec& spec, const Positions& positions,
-                         std::int64_t view_tokens, const std::string& who,
-                         const std::string& view) {
+std::int64_t token_count(const RopeSpec& spec, const Positions& positions, std::int64_t view_tokens,
+                         const std::string& who, const std::string& view) {
   const std::int64_t axes = axis_count(spec);
   const std::int64_t count = position_count(positions);
   if (axes == 1) return count;

@@ -106,7 +106,8 @@ inline int CheckRotationSlots(const posenc::Frequencies& f, const Buffer& in, co
       const std::size_t base = static_cast<std::size_t>((t * heads + h) * s.head_dim);
       for (std::int64_t i = 0; i < s.rotary_dim / 2; ++i) {
         long double sn, cs;
-        const std::int64_t p = slot_pos[static_cast<std::size_t>(t) * n + static_cast<std::size_t>(i)];
+        const std::int64_t p =
+            slot_pos[static_cast<std::size_t>(t) * n + static_cast<std::size_t>(i)];
         posenc_ref::ExactSinCosL(p, f.inv_freq[static_cast<std::size_t>(i)], sn, cs);
         if (inverse) sn = -sn;
         const auto [a, b] = PairDims(s, i);
@@ -124,9 +125,8 @@ inline int CheckRotationSlots(const posenc::Frequencies& f, const Buffer& in, co
           ++checked;
           if (!(err <= tol) && failures++ < 5) {
             ADD_FAILURE() << what << ": token " << t << " head " << h << " pair " << i << " dim "
-                          << dim << " position " << p << ": got "
-                          << got << ", exact " << static_cast<double>(exact) << ", error " << err
-                          << " > " << tol;
+                          << dim << " position " << p << ": got " << got << ", exact "
+                          << static_cast<double>(exact) << ", error " << err << " > " << tol;
           }
         }
       }
@@ -151,7 +151,8 @@ inline int CheckRotation(const posenc::Frequencies& f, const Buffer& in, const B
                          const std::string& what) {
   const std::size_t n = static_cast<std::size_t>(f.spec.rotary_dim / 2);
   std::vector<std::int64_t> slot_pos;
-  for (std::int64_t t = 0; t < tokens; ++t) slot_pos.insert(slot_pos.end(), n, pos[static_cast<std::size_t>(t)]);
+  for (std::int64_t t = 0; t < tokens; ++t)
+    slot_pos.insert(slot_pos.end(), n, pos[static_cast<std::size_t>(t)]);
   return CheckRotationSlots(f, in, out, tokens, heads, slot_pos, inverse, what);
 }
 

@@ -79,9 +79,9 @@ enum class AxisRule {
 
 struct AxisMap {
   AxisRule rule = AxisRule::kSingle;
-  std::vector<std::int64_t> sections;    // as the config gives them (mrope_section, ...)
-  std::vector<std::uint8_t> slot_axis;   // axis of slot j; empty for kSingle
-  std::int64_t axes = 1;                 // position axes: 1, 3, or 4 (XD-RoPE)
+  std::vector<std::int64_t> sections;   // as the config gives them (mrope_section, ...)
+  std::vector<std::uint8_t> slot_axis;  // axis of slot j; empty for kSingle
+  std::int64_t axes = 1;                // position axes: 1, 3, or 4 (XD-RoPE)
   bool operator==(const AxisMap&) const = default;
 };
 

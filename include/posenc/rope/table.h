@@ -29,7 +29,7 @@ class CosSinTable {
   const Frequencies& frequencies() const { return freqs_; }
 
   // Row of position p (0 <= p < positions()): n cosines, n sines. One-axis rows: a multi-axis
-// token's row gathers slot i from the row of its axis' position (apply.h).
+  // token's row gathers slot i from the row of its axis' position (apply.h).
   std::span<const float> cos_row(std::int64_t p) const {
     return {cos_.data() + static_cast<std::size_t>(p * pairs_), static_cast<std::size_t>(pairs_)};
   }
