@@ -235,6 +235,19 @@ int apply_rope(const Frequencies& freqs, const RopeArgs& args) {
   // Multi-axis rows gather slot i from the table row of its axis' position; the hf numerics of a
   // rule that takes cos over gathered angles has no such row, so it computes them.
   const bool gather_table = table && !gathers_angles(freqs);
+  // The map as runs of consecutive slots on one axis: a contiguous map gathers in 3 copies.
+  struct Run {
+    std::size_t begin, end, axis;
+  };
+  std::vector<Run> runs;
+  for (std::size_t i = 0; i < map.slot_axis.size(); ++i) {
+    const std::size_t a = map.slot_axis[i];
+    if (runs.empty() || runs.back().axis != a) {
+      runs.push_back({i, i + 1, a});
+    } else {
+      runs.back().end = i + 1;
+    }
+  }
   RowFn row = [&](std::int64_t t, float* c, float* s) {
     if (axes == 1) {
       const std::int64_t p = position_at(args.positions, t);
@@ -263,10 +276,9 @@ int apply_rope(const Frequencies& freqs, const RopeArgs& args) {
       cr[a] = table->cos_row(ap[a]).data();
       sr[a] = table->sin_row(ap[a]).data();
     }
-    const std::uint8_t* slot = map.slot_axis.data();
-    for (std::size_t i = 0; i < n; ++i) {
-      c[i] = cr[slot[i]][i];
-      s[i] = sr[slot[i]][i];
+    for (const Run& r : runs) {
+      std::copy(cr[r.axis] + r.begin, cr[r.axis] + r.end, c + r.begin);
+      std::copy(sr[r.axis] + r.begin, sr[r.axis] + r.end, s + r.begin);
     }
   };
   return run(spec, passes, tokens, args.direction, args.threads, row, "apply_rope");
