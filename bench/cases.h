@@ -4,7 +4,8 @@
 // A case is a shape, a storage dtype, whether cos/sin come from a CosSinTable or are computed on
 // the fly, and the number of kernel threads. Its name is
 //   <shape>/<dtype>/<table|on-the-fly>/threads:<n>     e.g. llama2-7b-decode/f32/table/threads:1
-// The rotation is plain RoPE (rope_theta 10000, rotary_dim = head_dim, half-split), in place, on
+// The rotation is plain RoPE (rope_theta 10000, rotary_dim = head_dim, half-split; mrope shapes
+// add an axis map, Shape::mrope), in place, on
 // a contiguous [tokens, heads, head_dim] tensor; positions are first_position + t for token t.
 //
 // Bytes moved per call (what bytes_per_second counts): the tensor is read once and written once,
@@ -29,6 +30,9 @@ struct Shape {
   std::int64_t heads = 0;
   std::int64_t head_dim = 0;
   std::int64_t first_position = 0;  // positions first_position .. first_position + tokens - 1
+  // Multi-axis: Qwen2-VL's mrope_section [16, 24, 24] (head_dim 128) with [3, tokens] positions
+  // t = first + k, h = first + k / 64, w = first + k % 64 (a 64-wide image, every axis distinct).
+  bool mrope = false;
 };
 
 struct Case {
@@ -52,6 +56,8 @@ struct Case {
 //   llama2-7b-decode            1 token,  32 heads, 128   (one new token at position 4095)
 //   head_dim-64              4096 tokens, 16 heads,  64
 //   head_dim-256             2048 tokens,  8 heads, 256
+//   mrope-prefill-q          4096 tokens, 32 heads, 128   (llama2-7b-prefill-q's shape with
+//                                                          Qwen2-VL's 3-axis M-RoPE)
 std::span<const Shape> shapes();
 
 inline constexpr int kDefaultThreads[] = {1, 2};

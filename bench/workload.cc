@@ -105,10 +105,14 @@ float element(const std::byte* data, DType dtype, std::int64_t i) {
   return dtype == DType::kF16 ? from_f16(h) : from_bf16(h);
 }
 
-RopeSpec plain_rope(std::int64_t head_dim) {
+RopeSpec plain_rope(const Shape& shape) {
   RopeSpec spec;
-  spec.head_dim = head_dim;
-  spec.rotary_dim = head_dim;
+  spec.head_dim = shape.head_dim;
+  spec.rotary_dim = shape.head_dim;
+  if (shape.mrope) {
+    const std::int64_t sections[] = {16, 24, 24};
+    spec.axis_map = mrope_sections(sections);
+  }
   return spec;
 }
 
@@ -128,21 +132,27 @@ Workload::Workload(const Shape& shape, DType dtype)
       dtype_(dtype),
       bytes_(static_cast<std::size_t>(shape.tokens * shape.heads * shape.head_dim) *
              dtype_size(dtype)),
-      freqs_(compute_frequencies(plain_rope(shape.head_dim))),
+      freqs_(compute_frequencies(plain_rope(shape))),
       data_(allocate(bytes_)),
       copy_(allocate(bytes_)) {
   const std::int64_t n = shape.head_dim / 2;
-  positions_.resize(static_cast<std::size_t>(shape.tokens));
-  for (std::int64_t t = 0; t < shape.tokens; ++t)
-    positions_[static_cast<std::size_t>(t)] = shape.first_position + t;
+  const std::int64_t axes = axis_count(freqs_.spec);
+  positions_.resize(static_cast<std::size_t>(axes * shape.tokens));
+  for (std::int64_t t = 0; t < shape.tokens; ++t) {
+    const std::int64_t p = shape.first_position;
+    const std::int64_t by_axis[] = {p + t, p + t / 64, p + t % 64};
+    for (std::int64_t a = 0; a < axes; ++a)
+      positions_[static_cast<std::size_t>(a * shape.tokens + t)] = by_axis[a];
+  }
   table_ = std::make_unique<CosSinTable>(freqs_, shape.first_position + shape.tokens);
   cos_rows_.resize(static_cast<std::size_t>(shape.tokens * n));
   sin_rows_.resize(cos_rows_.size());
   for (std::int64_t t = 0; t < shape.tokens; ++t) {
-    const auto c = table_->cos_row(shape.first_position + t),
-               s = table_->sin_row(shape.first_position + t);
-    std::copy(c.begin(), c.end(), cos_rows_.begin() + t * n);
-    std::copy(s.begin(), s.end(), sin_rows_.begin() + t * n);
+    std::vector<std::int64_t> at;
+    for (std::int64_t a = 0; a < axes; ++a)
+      at.push_back(positions_[static_cast<std::size_t>(a * shape.tokens + t)]);
+    cos_sin_row_f32(freqs_, at, {cos_rows_.data() + t * n, static_cast<std::size_t>(n)},
+                    {sin_rows_.data() + t * n, static_cast<std::size_t>(n)});
   }
   // Uniform values in [-1, 1) from a fixed xorshift64 stream; writing them also faults in every
   // page of both buffers before anything is timed.

@@ -109,6 +109,8 @@ struct PositionList {
   std::string source;
   std::int64_t min = 0;
   std::int64_t max = -1;  // -1 when there are none
+  std::int64_t axes = 1;  // a [axes, tokens] file (multi-axis RoPE), axis-major
+  bool range = false;     // from --positions-range
 
   Positions view() const {
     if (is32) return std::span<const std::int32_t>(i32);
@@ -134,33 +136,60 @@ PositionList load_positions(const ApplyOptions& o, const Tensor& q) {
     p.i64.resize(static_cast<std::size_t>(tokens));
     for (std::int64_t t = 0; t < tokens; ++t) p.i64[static_cast<std::size_t>(t)] = start + t;
     p.source = fmt::format("--positions-range {}", start);
+    p.range = true;
   } else {
     NpyArray a = read_npy_flag("--positions", o.positions);
-    if ((a.descr != "<i4" && a.descr != "<i8") || a.shape.size() != 1) {
+    if ((a.descr != "<i4" && a.descr != "<i8") || a.shape.empty() || a.shape.size() > 2 ||
+        (a.shape.size() == 2 && (a.shape[0] < 1 || a.shape[0] > 4))) {
       throw Error("--positions: " + o.positions + " holds '" + a.descr + "' of shape " +
-                  shape_str(a.shape) + "; expected int32 '<i4' or int64 '<i8' of shape [tokens]");
+                  shape_str(a.shape) +
+                  "; expected int32 '<i4' or int64 '<i8' of shape [tokens], or [axes, tokens] "
+                  "(1 to 4 axes) for multi-axis RoPE");
     }
-    if (a.shape[0] != tokens) {
-      throw Error("--positions: " + o.positions + " has " + std::to_string(a.shape[0]) +
-                  " positions, but --q (" + q.path + ") has " + std::to_string(tokens) + " tokens");
+    if (a.shape.back() != tokens) {
+      throw Error("--positions: " + o.positions + " has " + std::to_string(a.shape.back()) +
+                  " positions per axis, but --q (" + q.path + ") has " + std::to_string(tokens) +
+                  " tokens");
     }
+    p.axes = a.shape.size() == 2 ? a.shape[0] : 1;
+    const auto count = static_cast<std::size_t>(p.axes * tokens);
     p.is32 = a.descr == "<i4";
     if (p.is32) {
-      p.i32.resize(static_cast<std::size_t>(tokens));
+      p.i32.resize(count);
       std::memcpy(p.i32.data(), a.data.data(), a.data.size());
     } else {
-      p.i64.resize(static_cast<std::size_t>(tokens));
+      p.i64.resize(count);
       std::memcpy(p.i64.data(), a.data.data(), a.data.size());
     }
     p.source = o.positions;
   }
   const Positions view = p.view();
-  for (std::int64_t t = 0; t < tokens; ++t) {
+  for (std::int64_t t = 0; t < p.axes * tokens; ++t) {
     const std::int64_t v = position_at(view, t);
     p.min = t == 0 ? v : std::min(p.min, v);
     p.max = t == 0 ? v : std::max(p.max, v);
   }
   return p;
+}
+
+// Positions for the encoding's axis count: a --positions-range is text (every axis the same);
+// a file must have the encoding's [axes, tokens].
+void fit_axes(PositionList& p, const RopeSpec& spec, const std::string& source,
+              std::int64_t tokens) {
+  const std::int64_t axes = axis_count(spec);
+  if (p.axes == axes) return;
+  if (p.range && p.axes == 1) {
+    const std::vector<std::int64_t> text = p.i64;
+    for (std::int64_t a = 1; a < axes; ++a) p.i64.insert(p.i64.end(), text.begin(), text.end());
+    p.axes = axes;
+    return;
+  }
+  throw Error(fmt::format(
+      "--positions: {} holds {} {} of {} tokens, but the encoding ({}) reads {} {} ({} axis "
+      "map){}",
+      p.source, p.axes, p.axes == 1 ? "axis" : "axes", tokens, source, axes,
+      axes == 1 ? "axis" : "axes", axis_rule_name(spec.axis_map.rule),
+      axes > 1 ? fmt::format(": give [{}, {}] positions, axis-major", axes, tokens) : ""));
 }
 
 // The encoding: ggml_rope_ext parameters, or a spec from the model and the flags.
@@ -262,9 +291,10 @@ void run_apply(const ApplyOptions& o) {
                   " " + std::string(dtype_name(q.dtype)) + "; heads may differ)");
     }
   }
-  const PositionList pos = load_positions(o, q);
+  PositionList pos = load_positions(o, q);
   std::string source;
   const Frequencies f = resolve(o, q.head_dim(), pos, warnings, source);
+  fit_axes(pos, f.spec, source, q.tokens());
   for (const std::string& w : warnings) warn(w);
   const std::optional<CosSinTable> table = build_table(o, f, pos);
 

@@ -43,12 +43,24 @@ void print_table(const ModelConfig& config, const RopeSpec& spec, const Frequenc
       spec.rotary_offset ? fmt::format(", offset {}", spec.rotary_offset) : "", spec.rope_theta,
       spec.factor, numerics_name(f.numerics),
       f.seq_len > 0 ? fmt::format("  seq_len {}", f.seq_len) : "");
-  fmt::print("\n{:>5} {:>14} {:>12} {:>11} {:>7} {:>9}  {}\n", "pair", "inv_freq", "wavelength",
-             "r = L/λ₀", "weight", "ratio", "treatment");
+  // Multi-axis RoPE: which position axis each pair reads (the "axis" column).
+  const bool multi = axis_count(spec) > 1;
+  if (multi) {
+    std::string sections;
+    for (const std::int64_t v : spec.axis_map.sections)
+      sections += (sections.empty() ? "" : ", ") + std::to_string(v);
+    std::string axes;
+    for (std::int64_t a = 0; a < spec.axis_map.axes; ++a)
+      axes += (a ? ", " : "") + std::string(axis_name(spec.axis_map, a));
+    fmt::print("axis map  {} [{}]  positions [{}] x tokens, axis-major ({})\n",
+               axis_rule_name(spec.axis_map.rule), sections, spec.axis_map.axes, axes);
+  }
+  fmt::print("\n{:>5} {:>14} {:>12} {:>11} {:>7} {:>9}  {}{}\n", "pair", "inv_freq", "wavelength",
+             "r = L/λ₀", "weight", "ratio", multi ? "axis  " : "", "treatment");
   for (const PairRow& r : pair_rows(f, context)) {
-    fmt::print("{:>5} {:>14.7e} {:>12} {:>10} {:>7.3f} {:>9}  {}\n", r.index, r.inv_freq,
+    fmt::print("{:>5} {:>14.7e} {:>12} {:>10} {:>7.3f} {:>9}  {}{}\n", r.index, r.inv_freq,
                opt(r.wavelength, "{:.2f}"), opt(r.rotations, "{:.3g}"), r.weight,
-               opt(r.ratio, "{:.6f}"), r.treatment);
+               opt(r.ratio, "{:.6f}"), multi ? fmt::format("{:<4}  ", r.axis) : "", r.treatment);
   }
   fmt::print(
       "\nwavelength = 2π/inv_freq in tokens; r = L/λ₀ = turns of the unscaled wavelength over L = "

@@ -77,8 +77,10 @@ class RotaryEmbedding(torch.nn.Module):
     def forward(self, x, position_ids):
         if not isinstance(position_ids, torch.Tensor):
             raise TypeError(f"position_ids: expected a torch.Tensor, got {type(position_ids).__name__}")
-        if position_ids.dim() != 2:
-            raise ValueError(f"position_ids {list(position_ids.shape)} must be [batch, seq]")
+        # [batch, seq]; a multi-axis (M-RoPE) spec takes [axes, batch, seq], checked by _posenc.
+        if position_ids.dim() not in (2, 3):
+            raise ValueError(f"position_ids {list(position_ids.shape)} must be [batch, seq] "
+                             "(M-RoPE: [axes, batch, seq])")
         pos = position_ids if position_ids.device.type == "cpu" else position_ids.cpu()
         if self.spec.depends_on_seq_len and pos.numel() > 0:
             seq_len = int(pos.max()) + 1

@@ -402,11 +402,17 @@ py::array cos_sin_cache(const Frequencies& f, std::int64_t max_positions, bool f
 // transformers' rotary forward: [batch, seq, width] (core/cos_sin.h).
 py::tuple rotary_cos_sin(const Frequencies& f, py::handle positions, bool cat) {
   const ArrayArg pos_arg = array_arg(positions, "position_ids");
-  if (pos_arg.shape.size() != 2) {
-    value_error("position_ids " + shape_str(pos_arg.shape) + " must be [batch, seq]");
+  // M-RoPE: [axes, batch, seq], as transformers' multimodal rotary forward takes them.
+  const std::int64_t axes = axis_count(f.spec);
+  const std::size_t dims = axes > 1 ? 3 : 2;
+  if (pos_arg.shape.size() != dims || (axes > 1 && pos_arg.shape[0] != axes)) {
+    value_error("position_ids " + shape_str(pos_arg.shape) + " must be " +
+                (axes > 1
+                     ? "[" + str(axes) + ", batch, seq] for the spec's " + str(axes) + "-axis map"
+                     : std::string("[batch, seq]")));
   }
   const std::vector<std::int64_t> pos = read_positions(pos_arg, "position_ids");
-  const std::int64_t batch = pos_arg.shape[0], seq = pos_arg.shape[1];
+  const std::int64_t batch = pos_arg.shape[dims - 2], seq = pos_arg.shape[dims - 1];
   const std::int64_t width = cat ? 2 * f.pair_count() : f.pair_count();
   py::array_t<float> cos({batch, seq, width}), sin({batch, seq, width});
   const auto size = static_cast<std::size_t>(batch * seq * width);

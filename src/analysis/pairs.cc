@@ -15,6 +15,7 @@ std::vector<PairRow> pair_rows(const Frequencies& f, double context) {
     row.inv_freq = f.inv_freq[k];
     row.weight = f.interpolation_weight[k];
     row.treatment = pair_treatment(f, i);
+    row.axis = axis_name(f.spec.axis_map, slot_axis(f.spec.axis_map, i));
     const double w0 = f.unscaled_inv_freq[k];
     if (row.inv_freq > 0) row.wavelength = 2.0 * std::numbers::pi / row.inv_freq;
     // The YaRN paper's r(d) = L / lambda_d is taken over the unscaled wavelength: it is what

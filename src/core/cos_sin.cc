@@ -1,6 +1,7 @@
 // cos/sin of the rotation angle at one position, per numeric convention (cos_sin.h).
 #include "posenc/core/cos_sin.h"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -110,33 +111,113 @@ void cos_sin_at(const Frequencies& freqs, std::int64_t position, std::span<doubl
   }
 }
 
+bool gathers_angles(const Frequencies& freqs) {
+  const AxisRule rule = freqs.spec.axis_map.rule;
+  return freqs.numerics == Numerics::kHf &&
+         (rule == AxisRule::kInterleaved || rule == AxisRule::kErnie);
+}
+
+void cos_sin_at(const Frequencies& freqs, std::span<const std::int64_t> axis_positions,
+                std::span<double> cos_out, std::span<double> sin_out) {
+  const AxisMap& map = freqs.spec.axis_map;
+  if (static_cast<std::int64_t>(axis_positions.size()) != map.axes) {
+    throw Error("cos_sin_at: axis_positions hold " + std::to_string(axis_positions.size()) +
+                " positions, but the spec's axis map (" + std::string(axis_rule_name(map.rule)) +
+                ") reads " + std::to_string(map.axes) + " axes");
+  }
+  const std::size_t n = freqs.inv_freq.size();
+  if (cos_out.size() < n || sin_out.size() < n) {
+    throw Error("cos_sin_at: output spans (" + std::to_string(cos_out.size()) + ", " +
+                std::to_string(sin_out.size()) + ") must hold pair_count (" + std::to_string(n) +
+                ") entries");
+  }
+  const bool same = std::all_of(axis_positions.begin(), axis_positions.end(),
+                                [&](std::int64_t p) { return p == axis_positions[0]; });
+  if (same || map.slot_axis.empty()) {
+    cos_sin_at(freqs, axis_positions[0], cos_out, sin_out);
+    return;
+  }
+  auto pos = [&](std::size_t i) {
+    return axis_positions[static_cast<std::size_t>(map.slot_axis[i])];
+  };
+  if (freqs.numerics == Numerics::kPrecise) {
+    const double af = freqs.attention_factor;
+    for (std::size_t i = 0; i < n; ++i) {
+      double s, c;
+      exact_sincos(pos(i), freqs.inv_freq[i], s, c);
+      cos_out[i] = c * af;
+      sin_out[i] = s * af;
+    }
+    return;
+  }
+  if (gathers_angles(freqs)) {
+    // Qwen3VLTextRotaryEmbedding: freqs per axis in float32, interleaved, then emb.cos().
+    const float af = static_cast<float>(freqs.attention_factor);
+    std::vector<float> angle(n), c(n), s(n);
+    for (std::size_t i = 0; i < n; ++i)
+      angle[i] = static_cast<float>(freqs.inv_freq[i]) * static_cast<float>(pos(i));
+    detail::torch_cos_sin_row(angle, c, s);
+    for (std::size_t i = 0; i < n; ++i) {
+      cos_out[i] = c[i] * af;
+      sin_out[i] = s[i] * af;
+    }
+    return;
+  }
+  // Per-axis rows, then each slot from its axis' row (Qwen2-VL's section select on cos/sin).
+  std::vector<double> c(n), s(n);
+  for (std::int64_t a = 0; a < map.axes; ++a) {
+    cos_sin_at(freqs, axis_positions[static_cast<std::size_t>(a)], c, s);
+    for (std::size_t i = 0; i < n; ++i) {
+      if (map.slot_axis[i] != a) continue;
+      cos_out[i] = c[i];
+      sin_out[i] = s[i];
+    }
+  }
+}
+
 void rotary_forward_cos_sin(const Frequencies& freqs, std::span<const std::int64_t> positions,
                             std::int64_t batch, bool cat, std::span<float> cos_out,
                             std::span<float> sin_out) {
   const auto n = static_cast<std::size_t>(freqs.pair_count());
   const std::size_t width = cat ? 2 * n : n;
-  if (batch <= 0 || positions.size() % static_cast<std::size_t>(batch) != 0) {
+  const AxisMap& map = freqs.spec.axis_map;
+  const auto axes = static_cast<std::size_t>(map.axes);
+  if (batch <= 0 || positions.size() % (axes * static_cast<std::size_t>(batch)) != 0) {
     throw Error("rotary_forward_cos_sin: positions (" + std::to_string(positions.size()) +
-                ") must divide into batch (" + std::to_string(batch) + ") rows");
+                ") must divide into " + (axes > 1 ? std::to_string(axes) + " axes x " : "") +
+                "batch (" + std::to_string(batch) + ") rows");
   }
-  const std::size_t seq = positions.size() / static_cast<std::size_t>(batch);
-  if (cos_out.size() < positions.size() * width || sin_out.size() < positions.size() * width) {
+  // Multi-axis: position_ids [axes, batch, seq], axis-major.
+  const std::size_t tokens = positions.size() / axes;
+  const std::size_t seq = tokens / static_cast<std::size_t>(batch);
+  if (cos_out.size() < tokens * width || sin_out.size() < tokens * width) {
     throw Error("rotary_forward_cos_sin: output spans must hold batch * seq * width (" +
-                std::to_string(positions.size() * width) + ") entries");
+                std::to_string(tokens * width) + ") entries");
   }
+  auto axis_of = [&](std::size_t i) -> std::size_t {
+    return map.slot_axis.empty() ? 0 : map.slot_axis[i];
+  };
   const float af = static_cast<float>(freqs.attention_factor);
   if (freqs.numerics == Numerics::kHf) {
-    // Build emb in the memory order torch holds it, then cos/sin over that buffer.
-    std::vector<float> emb(positions.size() * width), c(emb.size()), s(emb.size());
-    for (std::size_t b = 0; b < static_cast<std::size_t>(batch); ++b) {
-      for (std::size_t t = 0; t < seq; ++t) {
-        const float p = static_cast<float>(positions[b * seq + t]);
-        for (std::size_t i = 0; i < n; ++i) {
-          const float angle = static_cast<float>(freqs.inv_freq[i]) * p;
-          if (cat) {
-            emb[(b * seq + t) * width + i] = emb[(b * seq + t) * width + n + i] = angle;
-          } else {
-            emb[(b * n + i) * seq + t] = angle;  // [batch, n, seq]
+    // Build emb in the memory order torch holds it, then cos/sin over that buffer: one emb per
+    // axis ([axes, batch, seq, width], Qwen2-VL selects slots from their axis' cos after), or
+    // one of the gathered angles (Qwen3-VL and ERNIE interleave freqs before the cos).
+    const std::size_t embs = axes > 1 && !gathers_angles(freqs) ? axes : 1;
+    const std::size_t plane = tokens * width;
+    std::vector<float> emb(embs * plane), c(emb.size()), s(emb.size());
+    for (std::size_t e = 0; e < embs; ++e) {
+      for (std::size_t b = 0; b < static_cast<std::size_t>(batch); ++b) {
+        for (std::size_t t = 0; t < seq; ++t) {
+          const std::size_t token = b * seq + t;
+          for (std::size_t i = 0; i < n; ++i) {
+            const std::size_t a = embs > 1 ? e : axis_of(i);
+            const float p = static_cast<float>(positions[a * tokens + token]);
+            const float angle = static_cast<float>(freqs.inv_freq[i]) * p;
+            if (cat) {
+              emb[e * plane + token * width + i] = emb[e * plane + token * width + n + i] = angle;
+            } else {
+              emb[e * plane + (b * n + i) * seq + t] = angle;  // [batch, n, seq]
+            }
           }
         }
       }
@@ -145,7 +226,9 @@ void rotary_forward_cos_sin(const Frequencies& freqs, std::span<const std::int64
     for (std::size_t b = 0; b < static_cast<std::size_t>(batch); ++b) {
       for (std::size_t t = 0; t < seq; ++t) {
         for (std::size_t j = 0; j < width; ++j) {
-          const std::size_t from = cat ? (b * seq + t) * width + j : (b * n + j) * seq + t;
+          const std::size_t e = embs > 1 ? axis_of(j % n) : 0;
+          const std::size_t from =
+              e * plane + (cat ? (b * seq + t) * width + j : (b * n + j) * seq + t);
           cos_out[(b * seq + t) * width + j] = c[from] * af;
           sin_out[(b * seq + t) * width + j] = s[from] * af;
         }
@@ -154,8 +237,10 @@ void rotary_forward_cos_sin(const Frequencies& freqs, std::span<const std::int64
     return;
   }
   std::vector<double> c(n), s(n);
-  for (std::size_t k = 0; k < positions.size(); ++k) {
-    cos_sin_at(freqs, positions[k], c, s);
+  std::vector<std::int64_t> at(axes);
+  for (std::size_t k = 0; k < tokens; ++k) {
+    for (std::size_t a = 0; a < axes; ++a) at[a] = positions[a * tokens + k];
+    cos_sin_at(freqs, at, c, s);
     for (std::size_t j = 0; j < width; ++j) {
       cos_out[k * width + j] = static_cast<float>(c[j % n]);
       sin_out[k * width + j] = static_cast<float>(s[j % n]);

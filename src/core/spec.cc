@@ -27,6 +27,57 @@ constexpr const char* kFloat32Range = "(must be within float32's range, 1.2e-38 
 
 bool fits_float32(double v) { return std::abs(v) < kFloat32Overflow; }
 
+std::string list_str(std::span<const std::int64_t> v) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < v.size(); ++i) out += (i ? ", " : "") + std::to_string(v[i]);
+  return out + "]";
+}
+
+std::string_view sections_field(AxisRule rule) {
+  return rule == AxisRule::kXdrope ? "xdrope_section" : "mrope_section";
+}
+
+// Sections of a rule: the right count, none negative. Returns their sum (the slot count).
+std::int64_t check_sections(AxisRule rule, std::span<const std::int64_t> sections,
+                            std::size_t count) {
+  const std::string field(sections_field(rule));
+  const std::string rule_name(axis_rule_name(rule));
+  if (sections.size() != count) {
+    throw Error(field + " (" + list_str(sections) + ") must have " + std::to_string(count) +
+                " entries for the " + rule_name + " axis map, got " +
+                std::to_string(sections.size()));
+  }
+  std::int64_t sum = 0;
+  for (std::size_t i = 0; i < sections.size(); ++i) {
+    if (sections[i] < 0 || sections[i] > (std::int64_t{1} << 20)) {
+      throw Error(field + "[" + std::to_string(i) + "] (" + std::to_string(sections[i]) +
+                  ") must be a slot count in [0, 1048576]");
+    }
+    sum += sections[i];
+  }
+  if (sum == 0) throw Error(field + " (" + list_str(sections) + ") must not be all zeros");
+  return sum;
+}
+
+AxisMap make_map(AxisRule rule, std::span<const std::int64_t> sections, std::int64_t axes) {
+  AxisMap m;
+  m.rule = rule;
+  m.sections.assign(sections.begin(), sections.end());
+  m.axes = axes;
+  return m;
+}
+
+// Slots [0, sum) split into consecutive ranges, section k -> axis k.
+AxisMap contiguous(AxisRule rule, std::span<const std::int64_t> sections, std::int64_t axes) {
+  check_sections(rule, sections, static_cast<std::size_t>(axes));
+  AxisMap m = make_map(rule, sections, axes);
+  for (std::size_t k = 0; k < sections.size(); ++k) {
+    m.slot_axis.insert(m.slot_axis.end(), static_cast<std::size_t>(sections[k]),
+                       static_cast<std::uint8_t>(k));
+  }
+  return m;
+}
+
 // check_longrope words its own factor checks (its factor below 1 turns the attention factor off).
 bool uses_factor(Method m) {
   return method_info(m).reads_param(kParamFactor) && m != Method::kLongrope;
@@ -335,6 +386,38 @@ void check_freq_factors(const RopeSpec& s, Checker& c) {
   }
 }
 
+void check_axis_map(const RopeSpec& spec, Checker& c) {
+  const AxisMap& m = spec.axis_map;
+  if (m.rule == AxisRule::kSingle) {
+    if (m.axes != 1 || !m.slot_axis.empty() || !m.sections.empty()) {
+      c.fail("axis_map: a single-axis map has 1 axis and no sections, got " +
+             std::to_string(m.axes) + " axes and sections " + list_str(m.sections));
+    }
+    return;
+  }
+  if (m.axes < 2 || m.axes > 4) {
+    c.fail("axis_map: " + std::to_string(m.axes) + " position axes; a multi-axis map has 2 to 4");
+  }
+  const std::int64_t n = pair_count(spec);
+  const std::string field(sections_field(m.rule));
+  std::int64_t sum = 0;
+  for (const std::int64_t v : m.sections) sum += v;
+  if (sum != n || static_cast<std::int64_t>(m.slot_axis.size()) != n) {
+    c.fail(field + " (" + list_str(m.sections) + ") sums to " + std::to_string(sum) +
+           ", but rotary_dim / 2 is " + std::to_string(n) + " (rotary_dim " +
+           std::to_string(spec.rotary_dim) +
+           "): every frequency slot reads exactly one axis (vLLM's MRotaryEmbedding asserts "
+           "sum(mrope_section) == rotary_dim // 2; ggml repeating shorter sections is "
+           "llama.cpp's mode, not this spec)");
+  }
+  for (const std::uint8_t a : m.slot_axis) {
+    if (a >= m.axes) {
+      c.fail("axis_map: slot axis " + std::to_string(a) + " is not below the axis count (" +
+             std::to_string(m.axes) + ")");
+    }
+  }
+}
+
 }  // namespace
 
 std::string_view method_name(Method method) { return method_info(method).name; }
@@ -442,7 +525,80 @@ std::vector<std::string> validate(const RopeSpec& spec) {
     }
   }
   check_freq_factors(spec, c);
+  check_axis_map(spec, c);
   return c.take_warnings();
+}
+
+AxisMap mrope_sections(std::span<const std::int64_t> sections) {
+  return contiguous(AxisRule::kContiguous, sections, 3);
+}
+
+AxisMap mrope_interleaved(std::span<const std::int64_t> sections) {
+  const std::int64_t n = check_sections(AxisRule::kInterleaved, sections, 3);
+  AxisMap m = make_map(AxisRule::kInterleaved, sections, 3);
+  m.slot_axis.resize(static_cast<std::size_t>(n), 0);
+  for (std::int64_t j = 0; j < n; ++j) {
+    if (j % 3 == 1 && j < 3 * sections[1]) {
+      m.slot_axis[static_cast<std::size_t>(j)] = 1;
+    } else if (j % 3 == 2 && j < 3 * sections[2]) {
+      m.slot_axis[static_cast<std::size_t>(j)] = 2;
+    }
+  }
+  return m;
+}
+
+AxisMap ernie_mrope(std::span<const std::int64_t> sections) {
+  const std::int64_t n = check_sections(AxisRule::kErnie, sections, 3);
+  const std::int64_t hw = sections[0] + sections[1];
+  if (sections[0] != sections[1]) {
+    // h and w alternate slot by slot, so they must have as many slots each.
+    throw Error("mrope_section (" + list_str(sections) + "): ERNIE-4.5-VL's h and w sections (" +
+                std::to_string(sections[0]) + ", " + std::to_string(sections[1]) +
+                ") must be equal: their slots alternate h, w, h, w");
+  }
+  AxisMap m = make_map(AxisRule::kErnie, sections, 3);
+  m.slot_axis.resize(static_cast<std::size_t>(n), 0);
+  for (std::int64_t j = 0; j < hw; ++j) m.slot_axis[static_cast<std::size_t>(j)] = j % 2 ? 2 : 1;
+  return m;
+}
+
+AxisMap xdrope_sections(std::span<const std::int64_t> sections) {
+  return contiguous(AxisRule::kXdrope, sections, 4);
+}
+
+void set_glm4v_mrope(RopeSpec& spec, std::span<const std::int64_t> sections) {
+  if (spec.head_dim <= 0 || spec.head_dim % 4 != 0) {
+    throw Error("GLM-4.1V: head_dim (" + std::to_string(spec.head_dim) +
+                ") must be a positive multiple of 4: half of it is rotated in pairs");
+  }
+  spec.axis_map = mrope_sections(sections);
+  spec.rotary_dim = spec.head_dim / 2;
+  spec.rotary_offset = 0;
+  spec.partial_rotary_factor = 0.5;
+  spec.layout = Layout::kInterleaved;
+}
+
+std::string_view axis_rule_name(AxisRule rule) {
+  switch (rule) {
+    case AxisRule::kSingle:
+      return "single";
+    case AxisRule::kContiguous:
+      return "contiguous";
+    case AxisRule::kInterleaved:
+      return "interleaved";
+    case AxisRule::kErnie:
+      return "ernie";
+    case AxisRule::kXdrope:
+      return "xdrope";
+  }
+  return "single";
+}
+
+std::string_view axis_name(const AxisMap& map, std::int64_t axis) {
+  static constexpr std::string_view kThw[] = {"t", "h", "w", "e"};
+  static constexpr std::string_view kPwht[] = {"p", "w", "h", "t"};
+  if (axis < 0 || axis > 3) return "?";
+  return map.rule == AxisRule::kXdrope ? kPwht[axis] : kThw[axis];
 }
 
 ContextLengths context_lengths(const RopeSpec& spec) {

@@ -56,6 +56,10 @@ constexpr FamilyInfo kFamilies[] = {
     {"glm", Family::kPartial, 0.5, "GlmConfig"},
     {"glm4", Family::kPartial, 0.5, "Glm4Config"},
     {"glm4_moe", Family::kPartial, 0.5, "Glm4MoeConfig"},
+    {"glm4v", Family::kPartial, 0.5, "Glm4vConfig"},
+    {"glm4v_text", Family::kPartial, 0.5, "Glm4vTextConfig"},
+    {"glm4v_moe", Family::kPartial, 0.5, "Glm4vMoeConfig"},
+    {"glm4v_moe_text", Family::kPartial, 0.5, "Glm4vMoeTextConfig"},
     {"chatglm", Family::kPartial, 1.0, "ChatGLMConfig"},
     {"nemotron", Family::kPartial, 0.5, "NemotronConfig"},
     {"qwen3_next", Family::kPartial, 0.25, "Qwen3NextConfig"},
@@ -100,34 +104,71 @@ bool same_value(const json& a, const json& b) {
 
 class ConfigParser {
  public:
+  // A vision-language config (Qwen2-VL, Qwen2.5-VL, Qwen3-VL, GLM-4.1V, ERNIE-4.5-VL as
+  // transformers saves them) nests the text model, and so its RoPE, in text_config.
   ConfigParser(const json& root, std::string source)
-      : ctx_{std::move(source), {}}, top_(root, "", ctx_) {}
+      : ctx_{std::move(source), {}},
+        outer_(root, "", ctx_),
+        top_(text_config(root) ? *text_config(root) : root, text_config(root) ? "text_config." : "",
+             ctx_) {}
+
+  static const json* text_config(const json& root) {
+    const auto it = root.find("text_config");
+    return it != root.end() && it->is_object() ? &*it : nullptr;
+  }
 
   ModelConfig parse() {
     ModelConfig out;
     out.source = ctx_.source;
-    out.model_type = top_.string("model_type").value_or("");
-    const FamilyInfo& family = find_family(out.model_type);
-    sh_.model_type = out.model_type;
+    const bool nested = text_config(outer_.object()) != nullptr;
+    out.model_type = outer_.string("model_type").value_or("");
+    if (nested) {
+      outer_.get("text_config");
+      // The text model's own type (qwen3_vl_text, glm4v_text) picks its family.
+      sh_.model_type = top_.string("model_type").value_or(out.model_type);
+    } else {
+      top_.string("model_type");
+      sh_.model_type = out.model_type;
+    }
+    const FamilyInfo& family = find_family(sh_.model_type);
     sh_.family = family.family;
     read_dims(family);
     read_rope(out);
-    for (auto it = top_.object().begin(); it != top_.object().end(); ++it) {
-      if (top_.was_read(it.key())) continue;
-      if (mentions_rope(it.key())) {
-        const std::string family_note =
-            out.model_type.empty() ? "" : " for model_type \"" + out.model_type + "\"";
-        ctx_.warn(it.key() + " (" + show(it.value()) + ") is not a RoPE key posenc understands" +
-                  family_note + "; it was not applied");
-      } else {
-        out.ignored_keys.push_back(it.key());  // sorted: nlohmann objects are std::maps
+    report_unread(top_, out, nested ? "text_config." : "");
+    if (nested) {
+      for (auto it = outer_.object().begin(); it != outer_.object().end(); ++it) {
+        if (outer_.was_read(it.key())) continue;
+        const auto twin = top_.object().find(it.key());
+        const bool same_as_text = twin != top_.object().end() && *twin == it.value();
+        if (mentions_rope(it.key()) && !same_as_text) {
+          ctx_.warn(it.key() + " (" + show(it.value()) +
+                    ") is beside text_config, which holds the text model's RoPE; it was not "
+                    "applied");
+        } else {
+          out.ignored_keys.push_back(it.key());  // vision_config among them: the vision tower's
+        }
       }
+      std::sort(out.ignored_keys.begin(), out.ignored_keys.end());
     }
     out.warnings = std::move(ctx_.warnings);
     return out;
   }
 
  private:
+  void report_unread(Fields& fields, ModelConfig& out, const std::string& prefix) {
+    for (auto it = fields.object().begin(); it != fields.object().end(); ++it) {
+      if (fields.was_read(it.key())) continue;
+      if (mentions_rope(it.key())) {
+        const std::string family_note =
+            sh_.model_type.empty() ? "" : " for model_type \"" + sh_.model_type + "\"";
+        ctx_.warn(prefix + it.key() + " (" + show(it.value()) +
+                  ") is not a RoPE key posenc understands" + family_note + "; it was not applied");
+      } else {
+        out.ignored_keys.push_back(prefix + it.key());  // sorted: nlohmann objects are std::maps
+      }
+    }
+  }
+
   void read_dims(const FamilyInfo& family) {
     RopeSpec& b = sh_.base;
     const std::string quoted_type = "for model_type \"" + sh_.model_type + "\"";
@@ -324,7 +365,8 @@ class ConfigParser {
   }
 
   Context ctx_;
-  Fields top_;
+  Fields outer_;  // the file's top level
+  Fields top_;    // the text model's: text_config when nested, else the top level
   detail::Shared sh_;
 };
 

@@ -8,6 +8,7 @@
 #include <string>
 #include <tuple>
 #include <utility>
+#include <vector>
 
 #include "io/config_internal.h"
 #include "posenc/core/defaults.h"
@@ -58,6 +59,7 @@ class RopeReader {
         break;
     }
     read_rotary_dim();
+    read_axis_map();
     if (const auto unread = d_->unread(); !unread.empty()) {
       // _check_received_keys: "Unrecognized keys in `rope_scaling` for 'rope_type'='yarn': ..."
       std::string set;
@@ -98,6 +100,18 @@ class RopeReader {
                 "; posenc's \"ntk\" (static NTK-aware) is a --rope-type / --scaling name, and for "
                 "dynamic NTK "
                 "a config says \"dynamic\"");
+    }
+    // Qwen2VLConfig: `if self.rope_scaling["type"] == "mrope": self.rope_scaling["type"] =
+    // "default"` (mrope_section carries the axis map). vLLM's "xdrope" (HunYuan-VL) is the NTK
+    // alpha base with a four-axis map.
+    if (name == "mrope") {
+      mrope_type_ = field;
+      return;
+    }
+    if (name == "xdrope") {
+      xdrope_type_ = field;
+      if (d_->contains("alpha")) s_.method = Method::kNtkAlpha;
+      return;
     }
     try {
       set_method(s_, name, field);
@@ -356,6 +370,67 @@ class RopeReader {
     }
   }
 
+  // Sections as integers: [16, 24, 24].
+  std::vector<std::int64_t> sections(const std::string& key) {
+    const json* v = d_->get(key);
+    if (!v) return {};
+    if (!v->is_array()) d_->fail(key, *v, "must be a list of non-negative integers");
+    std::vector<std::int64_t> out;
+    for (const json& e : *v) {
+      if (!e.is_number_integer() || e.get<std::int64_t>() < 0)
+        d_->fail(key, *v, "must be a list of non-negative integers");
+      out.push_back(e.get<std::int64_t>());
+    }
+    return out;
+  }
+
+  // The axis map (M-RoPE): mrope_section [+ mrope_interleaved], or xdrope_section. The rule
+  // follows the model: interleaved when mrope_interleaved (Qwen3-VL), ERNIE-4.5-VL's (h, w, t)
+  // alternation, GLM-4.1V's half head in adjacent pairs, else contiguous (Qwen2-VL, Qwen2.5-VL).
+  void read_axis_map() {
+    const std::vector<std::int64_t> mrope = sections("mrope_section");
+    const std::vector<std::int64_t> xd = sections("xdrope_section");
+    const bool interleaved = d_->boolean("mrope_interleaved").value_or(false);
+    if (!mrope_type_.empty() && mrope.empty()) {
+      ctx_.fail(mrope_type_ + " (\"mrope\") needs " + d_->name("mrope_section") +
+                ", the slots of the t, h and w axes");
+    }
+    if (!xdrope_type_.empty() && xd.empty()) {
+      ctx_.fail(xdrope_type_ + " (\"xdrope\") needs " + d_->name("xdrope_section") +
+                ", the slots of its four axes");
+    }
+    if (!mrope.empty() && !xd.empty()) {
+      ctx_.fail(d_->name("mrope_section") + " and " + d_->name("xdrope_section") +
+                " are both set; a model has one axis map");
+    }
+    if (interleaved && mrope.empty()) {
+      ctx_.fail(d_->name("mrope_interleaved") + " (true) needs " + d_->name("mrope_section"));
+    }
+    if (mrope.empty() && xd.empty()) return;
+    const std::string& type = sh_.model_type;
+    const bool ernie =
+        type.find("ernie") != std::string::npos && type.find("vl") != std::string::npos;
+    const bool glm4v = type.rfind("glm4v", 0) == 0;
+    try {
+      if (!xd.empty()) {
+        s_.axis_map = xdrope_sections(xd);
+      } else if (interleaved) {
+        s_.axis_map = mrope_interleaved(mrope);
+      } else if (ernie) {
+        s_.axis_map = ernie_mrope(mrope);
+        s_.layout = Layout::kInterleaved;  // GPT-J pairs (repeat_interleave(2))
+      } else if (glm4v) {
+        set_glm4v_mrope(s_, mrope);
+      } else {
+        s_.axis_map = mrope_sections(mrope);
+      }
+    } catch (const Error& e) {
+      ctx_.fail(d_->name(xd.empty() ? "mrope_section" : "xdrope_section") + ": " + e.what());
+    }
+  }
+
+  std::string mrope_type_;   // the field that said "mrope" (legacy Qwen2-VL)
+  std::string xdrope_type_;  // the field that said "xdrope"
   Context& ctx_;
   const Shared& sh_;
   std::string path_;

@@ -43,6 +43,7 @@ std::string inspect_json(const ModelConfig& config, Numerics numerics, std::int6
       spec.freq_factors.empty() ? nlohmann::json(nullptr) : nlohmann::json(spec.freq_factors);
   if (f.correction_low) j["correction_range"] = {*f.correction_low, *f.correction_high};
   nlohmann::json pairs = nlohmann::json::array();
+  nlohmann::json axis_map = nlohmann::json::array();  // per slot: the axis it reads
   for (const PairRow& r : pair_rows(f, static_cast<double>(ctx.original))) {
     pairs.push_back({{"index", r.index},
                      {"inv_freq", r.inv_freq},
@@ -50,9 +51,13 @@ std::string inspect_json(const ModelConfig& config, Numerics numerics, std::int6
                      {"rotations", optional_json(r.rotations)},
                      {"interpolation_weight", r.weight},
                      {"ratio_to_unscaled", optional_json(r.ratio)},
-                     {"treatment", std::string(r.treatment)}});
+                     {"treatment", std::string(r.treatment)},
+                     {"axis", std::string(r.axis)}});
+    axis_map.push_back(std::string(r.axis));
   }
   j["pairs"] = std::move(pairs);
+  j["axis_rule"] = std::string(axis_rule_name(spec.axis_map.rule));
+  j["axis_map"] = std::move(axis_map);
   j["warnings"] = config.warnings;
   j["ignored_keys"] = config.ignored_keys;
   std::vector<std::string> layer_types;

@@ -17,7 +17,10 @@
 namespace posenc {
 namespace {
 
-using RowFn = std::function<void(std::int64_t position, float* c, float* s)>;
+// The cos/sin row of token t.
+using RowFn = std::function<void(std::int64_t token, float* c, float* s)>;
+
+constexpr std::int64_t kMaxAxes = 4;
 
 // Work below this many rotated elements runs on the calling thread: waking a worker costs a few
 // microseconds, more than rotating a decode token (32 heads x 128 dims is ~1 us of memory traffic).
@@ -79,10 +82,9 @@ bool same_memory(const TensorView& a, const TensorView& b) {
 }
 
 // Rotates every pass over all tokens with rows from `row`, on up to `threads` threads.
-int run(const RopeSpec& spec, const std::vector<Pass>& passes, const Positions& positions,
+int run(const RopeSpec& spec, const std::vector<Pass>& passes, std::int64_t tokens,
         Direction direction, int threads, const RowFn& row, std::string_view who) {
   detail::ensure_simd_target_from_env();
-  const std::int64_t tokens = position_count(positions);
   const std::int64_t n = spec.rotary_dim / 2;
   std::int64_t heads = 0;
   for (const Pass& p : passes) heads += p.in->heads;
@@ -100,7 +102,7 @@ int run(const RopeSpec& spec, const std::vector<Pass>& passes, const Positions& 
     std::vector<float> c2(interleaved ? static_cast<std::size_t>(2 * n) : 0), s2(c2.size());
     for (std::int64_t task = begin; task < end; ++task) {
       const std::int64_t t = task / splits, part = task % splits;
-      row(position_at(positions, t), c.data(), s.data());
+      row(t, c.data(), s.data());
       const float* rc = c.data();
       const float* rs = s.data();
       if (interleaved) {
@@ -162,11 +164,43 @@ int run(const RopeSpec& spec, const std::vector<Pass>& passes, const Positions& 
   return used;
 }
 
+// Tokens of a call: one position per token for one axis; [axes, tokens] (axis-major) for a
+// multi-axis spec, whose token count comes from the tensor (`view_tokens`).
+std::int64_t token_count(const RopeSpec& spec, const Positions& positions, std::int64_t view_tokens,
+                         const std::string& who, const std::string& view) {
+  const std::int64_t axes = axis_count(spec);
+  const std::int64_t count = position_count(positions);
+  if (axes == 1) return count;
+  if (axes < 1 || axes > kMaxAxes) {
+    throw Error(who + ": the spec's axis map reads " + str(axes) + " axes; at most " +
+                str(kMaxAxes) + " are supported");
+  }
+  if (count != axes * view_tokens) {
+    std::string got = str(count) + " positions";
+    if (view_tokens > 0 && count % view_tokens == 0) {
+      got += " = [" + str(count / view_tokens) + ", " + str(view_tokens) + "] (" +
+             str(count / view_tokens) + " axes)";
+    }
+    throw Error(who + ": positions must be [axes, tokens] = [" + str(axes) + ", " +
+                str(view_tokens) + "] (" + str(axes * view_tokens) + " entries, axis-major) for " +
+                "the spec's " + str(axes) + "-axis map (" +
+                std::string(axis_rule_name(spec.axis_map.rule)) + ") and " + view + "'s " +
+                str(view_tokens) + " tokens; got " + got);
+  }
+  return view_tokens;
+}
+
+// The axis positions of token t: positions[a * tokens + t].
+void axis_positions(const Positions& positions, std::int64_t axes, std::int64_t tokens,
+                    std::int64_t t, std::int64_t* out) {
+  for (std::int64_t a = 0; a < axes; ++a) out[a] = position_at(positions, a * tokens + t);
+}
+
 }  // namespace
 
 int apply_rope(const Frequencies& freqs, const RopeArgs& args) {
   const RopeSpec& spec = freqs.spec;
-  const std::int64_t tokens = position_count(args.positions);
+  const std::int64_t tokens = token_count(spec, args.positions, args.q.tokens, "apply_rope", "q");
   check_view(args.q, "q", tokens, spec);
   std::vector<Pass> passes;
   const TensorView* q_out = &args.q;
@@ -196,16 +230,58 @@ int apply_rope(const Frequencies& freqs, const RopeArgs& args) {
     throw Error("apply_rope: table was built from other frequencies than the ones given");
   }
   const auto n = static_cast<std::size_t>(freqs.pair_count());
-  RowFn row = [&](std::int64_t p, float* c, float* s) {
-    if (table && p >= 0 && p < table->positions()) {
-      const auto cr = table->cos_row(p), sr = table->sin_row(p);
-      std::copy(cr.begin(), cr.end(), c);
-      std::copy(sr.begin(), sr.end(), s);
+  const std::int64_t axes = axis_count(spec);
+  const AxisMap& map = spec.axis_map;
+  // Multi-axis rows gather slot i from the table row of its axis' position; the hf numerics of a
+  // rule that takes cos over gathered angles has no such row, so it computes them.
+  const bool gather_table = table && !gathers_angles(freqs);
+  // The map as runs of consecutive slots on one axis: a contiguous map gathers in 3 copies.
+  struct Run {
+    std::size_t begin, end, axis;
+  };
+  std::vector<Run> runs;
+  for (std::size_t i = 0; i < map.slot_axis.size(); ++i) {
+    const std::size_t a = map.slot_axis[i];
+    if (runs.empty() || runs.back().axis != a) {
+      runs.push_back({i, i + 1, a});
     } else {
-      cos_sin_row_f32(freqs, p, {c, n}, {s, n});
+      runs.back().end = i + 1;
+    }
+  }
+  RowFn row = [&](std::int64_t t, float* c, float* s) {
+    if (axes == 1) {
+      const std::int64_t p = position_at(args.positions, t);
+      if (table && p >= 0 && p < table->positions()) {
+        const auto cr = table->cos_row(p), sr = table->sin_row(p);
+        std::copy(cr.begin(), cr.end(), c);
+        std::copy(sr.begin(), sr.end(), s);
+      } else {
+        cos_sin_row_f32(freqs, p, {c, n}, {s, n});
+      }
+      return;
+    }
+    std::int64_t ap[kMaxAxes];
+    axis_positions(args.positions, axes, tokens, t, ap);
+    bool inside = gather_table;
+    for (std::int64_t a = 0; a < axes && inside; ++a)
+      inside = ap[a] >= 0 && ap[a] < table->positions();
+    if (!inside) {
+      cos_sin_row_f32(freqs, std::span<const std::int64_t>(ap, static_cast<std::size_t>(axes)),
+                      {c, n}, {s, n});
+      return;
+    }
+    const float* cr[kMaxAxes];
+    const float* sr[kMaxAxes];
+    for (std::int64_t a = 0; a < axes; ++a) {
+      cr[a] = table->cos_row(ap[a]).data();
+      sr[a] = table->sin_row(ap[a]).data();
+    }
+    for (const Run& r : runs) {
+      std::copy(cr[r.axis] + r.begin, cr[r.axis] + r.end, c + r.begin);
+      std::copy(sr[r.axis] + r.begin, sr[r.axis] + r.end, s + r.begin);
     }
   };
-  return run(spec, passes, args.positions, args.direction, args.threads, row, "apply_rope");
+  return run(spec, passes, tokens, args.direction, args.threads, row, "apply_rope");
 }
 
 void rerotate_keys(const Frequencies& from, const Frequencies& to, const TensorView& k,
@@ -213,21 +289,29 @@ void rerotate_keys(const Frequencies& from, const Frequencies& to, const TensorV
   const RopeSpec& a = from.spec;
   const RopeSpec& b = to.spec;
   if (a.layout != b.layout || a.rotary_dim != b.rotary_dim || a.rotary_offset != b.rotary_offset ||
-      a.head_dim != b.head_dim || from.pair_count() != to.pair_count()) {
+      a.head_dim != b.head_dim || from.pair_count() != to.pair_count() ||
+      a.axis_map != b.axis_map) {
     throw Error(
         "rerotate_keys: the two frequencies must share layout, head_dim, rotary_dim and "
-        "rotary_offset (" +
+        "rotary_offset and the axis map (" +
         std::string(layout_name(a.layout)) + " " + str(a.head_dim) + "/" + str(a.rotary_dim) + "+" +
         str(a.rotary_offset) + " vs " + std::string(layout_name(b.layout)) + " " + str(b.head_dim) +
-        "/" + str(b.rotary_dim) + "+" + str(b.rotary_offset) + ")");
+        "/" + str(b.rotary_dim) + "+" + str(b.rotary_offset) + ", axis maps " +
+        std::string(axis_rule_name(a.axis_map.rule)) + " vs " +
+        std::string(axis_rule_name(b.axis_map.rule)) + ")");
   }
-  check_view(k, "k", position_count(positions), a);
+  const std::int64_t tokens = token_count(a, positions, k.tokens, "rerotate_keys", "k");
+  check_view(k, "k", tokens, a);
+  const std::int64_t axes = axis_count(a);
   const auto n = static_cast<std::size_t>(from.pair_count());
   const double old_af2 = from.attention_factor * from.attention_factor;
   // R(new) R(old)^T is the rotation by (new - old); with attention factors folded into both
   // rows, (c_n c_o + s_n s_o) / af_o^2 = (af_n / af_o) cos(new - old), likewise for sin.
-  RowFn row = [&](std::int64_t p, float* c, float* s) {
+  RowFn row = [&](std::int64_t t, float* c, float* s) {
     std::vector<double> co(n), so(n), cn(n), sn(n);
+    std::int64_t ap[kMaxAxes];
+    axis_positions(positions, axes, tokens, t, ap);
+    const std::span<const std::int64_t> p(ap, static_cast<std::size_t>(axes));
     cos_sin_at(from, p, co, so);
     cos_sin_at(to, p, cn, sn);
     for (std::size_t i = 0; i < n; ++i) {
@@ -235,7 +319,7 @@ void rerotate_keys(const Frequencies& from, const Frequencies& to, const TensorV
       s[i] = static_cast<float>((sn[i] * co[i] - cn[i] * so[i]) / old_af2);
     }
   };
-  run(a, {Pass{&k, &k}}, positions, Direction::kForward, threads, row, "rerotate_keys");
+  run(a, {Pass{&k, &k}}, tokens, Direction::kForward, threads, row, "rerotate_keys");
 }
 
 }  // namespace posenc

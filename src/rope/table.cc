@@ -2,6 +2,7 @@
 #include "posenc/rope/table.h"
 
 #include <string>
+#include <vector>
 
 #include "posenc/core/cos_sin.h"
 #include "posenc/core/error.h"
@@ -28,6 +29,31 @@ void cos_sin_row_f32(const Frequencies& freqs, std::int64_t position, std::span<
     s = s_heap.data();
   }
   cos_sin_at(freqs, position, {c, n}, {s, n});
+  for (std::size_t i = 0; i < n; ++i) {
+    cos_out[i] = static_cast<float>(c[i]);
+    sin_out[i] = static_cast<float>(s[i]);
+  }
+}
+
+void cos_sin_row_f32(const Frequencies& freqs, std::span<const std::int64_t> axis_positions,
+                     std::span<float> cos_out, std::span<float> sin_out) {
+  const std::size_t n = freqs.inv_freq.size();
+  if (cos_out.size() < n || sin_out.size() < n) {
+    throw Error("cos_sin_row_f32: output spans must hold pair_count (" + std::to_string(n) +
+                ") entries");
+  }
+  constexpr std::size_t kStack = 256;
+  double c_stack[kStack], s_stack[kStack];
+  std::vector<double> c_heap, s_heap;
+  double* c = c_stack;
+  double* s = s_stack;
+  if (n > kStack) {
+    c_heap.resize(n);
+    s_heap.resize(n);
+    c = c_heap.data();
+    s = s_heap.data();
+  }
+  cos_sin_at(freqs, axis_positions, {c, n}, {s, n});
   for (std::size_t i = 0; i < n; ++i) {
     cos_out[i] = static_cast<float>(c[i]);
     sin_out[i] = static_cast<float>(s[i]);

@@ -20,6 +20,7 @@
 #include "posenc/core/frequencies.h"
 #include "posenc/io/config.h"
 #include "posenc/io/npy.h"
+#include "posenc/rope/apply.h"
 #include "support/cli_runner.h"
 
 namespace {
@@ -352,6 +353,45 @@ TEST(CliApply, ConfigAndOverridesMatchComputeFrequencies) {
     const posenc::Frequencies f = posenc::compute_frequencies(spec);
     expect_rotated(q, load("q_out.npy", q), pos, {f.inv_freq, false}, kF32Ulps, "llama3" + extra);
   }
+}
+
+// A multi-axis config (Qwen2-VL's form, small: mrope_section [2, 3, 3] on head_dim 16) takes
+// [3, tokens] positions, axis-major; the result is the library's. A --positions-range is text
+// (every axis the same); a one-axis file is refused naming both axis counts.
+TEST(CliApply, MultiAxisPositionsFromAnAxesByTokensFile) {
+  const std::string config = path("mrope.json");
+  std::ofstream(config) << R"({"model_type": "qwen2_vl", "head_dim": 16,
+      "rope_scaling": {"type": "mrope", "mrope_section": [2, 3, 3]}})";
+  const Tensor q = random_tensor("f32", {4, 2, 16}, 21);
+  save("q.npy", q);
+  const std::vector<std::int64_t> pos = {0, 5, 9, 300, /*h*/ 0, 1, 1, 200, /*w*/ 0, 2, 3, 100};
+  posenc::write_npy(path("pos3.npy"), "<i8", std::vector<std::int64_t>{3, 4},
+                    std::as_bytes(std::span(pos)));
+  const CliRun r = posenc("apply " + config + " --q " + path("q.npy") + " --positions " +
+                          path("pos3.npy") + " -o " + path("m.npy"));
+  ASSERT_EQ(r.status, 0) << r.err;
+  const posenc::Frequencies f = posenc::compute_frequencies(posenc::load_hf_config(config).spec);
+  Tensor want = q;
+  posenc::RopeArgs args;
+  args.q = posenc::TensorView::contiguous(want.data.data(), posenc::DType::kF32, 4, 2, 16);
+  args.positions = std::span<const std::int64_t>(pos);
+  posenc::apply_rope(f, args);
+  EXPECT_EQ(load("m.npy", q).data, want.data);
+
+  const std::vector<std::int64_t> text = {7, 8, 9, 10};
+  save_positions("text.npy", text);
+  const CliRun one = posenc("apply " + config + " --q " + path("q.npy") + " --positions " +
+                            path("text.npy") + " -o " + path("t.npy"));
+  EXPECT_NE(one.status, 0);
+  EXPECT_THAT(one.err, HasSubstr("holds 1 axis of 4 tokens, but the encoding"));
+  EXPECT_THAT(one.err, HasSubstr("reads 3 axes (contiguous axis map): give [3, 4] positions"));
+  const CliRun range = posenc("apply " + config + " --q " + path("q.npy") +
+                              " --positions-range 7 -o " + path("t.npy"));
+  ASSERT_EQ(range.status, 0) << range.err;
+  const CliRun plain = posenc("apply --head-dim 16 --q " + path("q.npy") +
+                              " --positions-range 7 -o " + path("p.npy"));
+  ASSERT_EQ(plain.status, 0) << plain.err;
+  EXPECT_EQ(slurp(path("t.npy")), slurp(path("p.npy")));  // text: one-axis RoPE, bit for bit
 }
 
 // llama.cpp's YaRN call for a spec: freq_scale 1/s, ext_factor 1, and the host-side attn_factor

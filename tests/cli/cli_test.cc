@@ -92,6 +92,33 @@ TEST(Cli, InspectJsonContract) {
   EXPECT_EQ(j["pairs"][63]["treatment"], "interpolated");
 }
 
+// Qwen3-VL-8B-Instruct's text_config.rope_scaling (config.json): the axis map in the table and
+// in --json, one axis name per slot.
+TEST(Cli, InspectShowsTheAxisMap) {
+  const std::string path = write_temp("posenc_cli_qwen3_vl.json", R"({"model_type": "qwen3_vl",
+      "text_config": {"model_type": "qwen3_vl_text", "head_dim": 128, "rope_theta": 5000000,
+        "max_position_embeddings": 262144,
+        "rope_scaling": {"mrope_interleaved": true, "mrope_section": [24, 20, 20],
+                         "rope_type": "default"}}})");
+  const CliRun r = posenc("inspect " + path);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("axis map  interleaved [24, 20, 20]  positions [3] x tokens"));
+  EXPECT_THAT(r.out, HasSubstr("axis  treatment"));
+  const CliRun j = posenc("inspect " + path + " --json");
+  ASSERT_EQ(j.status, 0) << j.err;
+  const auto js = nlohmann::json::parse(j.out);
+  EXPECT_EQ(js["axis_rule"], "interleaved");
+  ASSERT_EQ(js["axis_map"].size(), 64u);
+  EXPECT_EQ(js["axis_map"][0], "t");
+  EXPECT_EQ(js["axis_map"][1], "h");
+  EXPECT_EQ(js["axis_map"][2], "w");
+  EXPECT_EQ(js["axis_map"][61], "t");
+  EXPECT_EQ(js["pairs"][1]["axis"], "h");
+  // One-axis models: every slot reads t, and the text table has no axis column.
+  const CliRun plain = posenc("inspect " + shared_config("llama-3.1-8b.json"));
+  EXPECT_THAT(plain.out, ::testing::Not(HasSubstr("axis")));
+}
+
 TEST(Cli, HfNumericsPrintsFloat32ValuesWidenedExactly) {
   const CliRun r = posenc("inspect " + shared_config("llama-2-7b.json") + " --numerics hf --json");
   ASSERT_EQ(r.status, 0) << r.err;

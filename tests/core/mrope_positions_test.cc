@@ -1,5 +1,5 @@
 // M-RoPE position ids (posenc/core/mrope_positions.h): goldens with their source, the rules
-// against the independent reference (tests/reference/mrope_reference.h), and every error.
+// against the independent reference (tests/reference/mrope_positions_reference.h), and every error.
 #include "posenc/core/mrope_positions.h"
 
 #include <gmock/gmock.h>
@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "posenc/core/error.h"
-#include "reference/mrope_reference.h"
+#include "reference/mrope_positions_reference.h"
 
 namespace posenc {
 namespace {

@@ -391,3 +391,46 @@ def test_bad_rope_scaling_names_the_key(rope_scaling, key):
 def test_bad_config_type():
     with pytest.raises(TypeError, match="config"):
         posenc.RotaryEmbedding(42)
+
+
+# --- M-RoPE: transformers' Qwen2-VL / Qwen3-VL text rotary forward ----------------------------
+
+def _mrope_reference(theta, dim, sections, interleaved, position_ids):
+    """Qwen2VLRotaryEmbedding + apply_multimodal_rotary_pos_emb's section select (Qwen2-VL), or
+    Qwen3VLTextRotaryEmbedding.apply_interleaved_mrope (Qwen3-VL), in torch float32."""
+    inv_freq = 1.0 / (theta ** (torch.arange(0, dim, 2, dtype=torch.int64).float() / dim))
+    three = position_ids.shape[0]
+    inv = inv_freq[None, None, :, None].float().expand(three, position_ids.shape[1], -1, 1)
+    freqs = (inv @ position_ids[:, :, None, :].float()).transpose(2, 3)  # [3, batch, seq, n]
+    if interleaved:
+        f = freqs[0].clone()
+        for d, offset in ((1, 1), (2, 2)):
+            length = sections[d] * 3
+            idx = slice(offset, length, 3)
+            f[..., idx] = freqs[d, ..., idx]
+        emb = torch.cat((f, f), dim=-1)
+        return emb.cos(), emb.sin()
+    emb = torch.cat((freqs, freqs), dim=-1)
+    cos, sin = emb.cos(), emb.sin()
+    split = list(sections) * 2
+    pick = lambda t: torch.cat([m[i % 3] for i, m in enumerate(t.split(split, dim=-1))], dim=-1)
+    return pick(cos), pick(sin)
+
+
+@pytest.mark.parametrize("interleaved,sections", [(False, [4, 6, 6]), (True, [6, 5, 5])])
+def test_mrope_forward_matches_transformers_bit_for_bit(tmp_path, interleaved, sections):
+    rs = {"rope_type": "default", "mrope_section": sections}
+    if interleaved:
+        rs["mrope_interleaved"] = True
+    path = tmp_path / "vl.json"
+    path.write_text(json.dumps({"model_type": "qwen3_vl" if interleaved else "qwen2_vl",
+                                "head_dim": 32, "rope_theta": 1000000.0, "rope_scaling": rs}))
+    mine = posenc.RotaryEmbedding(str(path), numerics="hf")
+    gen = torch.Generator().manual_seed(0)
+    ids = torch.randint(0, 40000, (3, 2, 12), generator=gen)
+    x = torch.zeros(1, dtype=torch.float32)
+    cos, sin = mine(x, ids)
+    ref_cos, ref_sin = _mrope_reference(1000000.0, 32, sections, interleaved, ids)
+    assert torch.equal(cos, ref_cos) and torch.equal(sin, ref_sin)
+    with pytest.raises(ValueError, match=r"must be \[3, batch, seq\]"):
+        mine(x, ids[0])

@@ -86,6 +86,8 @@ TEST(ReportJson, InspectIsTheCliOutput) {
                    "inv_freq",
                    "freq_factors",
                    "pairs",
+                   "axis_rule",
+                   "axis_map",
                    "warnings",
                    "ignored_keys",
                    "layer_types"},
@@ -96,7 +98,7 @@ TEST(ReportJson, InspectIsTheCliOutput) {
       EXPECT_EQ(j["inv_freq"].size(), static_cast<std::size_t>(config.spec.rotary_dim / 2));
       expect_keys(j["pairs"].at(0),
                   {"index", "inv_freq", "wavelength", "rotations", "interpolation_weight",
-                   "ratio_to_unscaled", "treatment"},
+                   "ratio_to_unscaled", "treatment", "axis"},
                   args + " pairs[0]");
     }
   }

@@ -91,11 +91,13 @@ inline std::pair<std::int64_t, std::int64_t> PairDims(const posenc::RopeSpec& s,
   return {s.rotary_offset + 2 * i, s.rotary_offset + 2 * i + 1};
 }
 
-// Checks `out` (from `in`) against the exact rotation; returns the number of elements checked.
-inline int CheckRotation(const posenc::Frequencies& f, const Buffer& in, const Buffer& out,
-                         std::int64_t tokens, std::int64_t heads,
-                         const std::vector<std::int64_t>& pos, bool inverse,
-                         const std::string& what) {
+// Checks `out` (from `in`) against the exact rotation where pair i of token t is at position
+// slot_pos[t * n + i] (multi-axis RoPE); returns the number of elements checked.
+inline int CheckRotationSlots(const posenc::Frequencies& f, const Buffer& in, const Buffer& out,
+                              std::int64_t tokens, std::int64_t heads,
+                              const std::vector<std::int64_t>& slot_pos, bool inverse,
+                              const std::string& what) {
+  const std::size_t n = static_cast<std::size_t>(f.spec.rotary_dim / 2);
   const posenc::RopeSpec& s = f.spec;
   const long double af = f.attention_factor;
   int checked = 0, failures = 0;
@@ -104,8 +106,9 @@ inline int CheckRotation(const posenc::Frequencies& f, const Buffer& in, const B
       const std::size_t base = static_cast<std::size_t>((t * heads + h) * s.head_dim);
       for (std::int64_t i = 0; i < s.rotary_dim / 2; ++i) {
         long double sn, cs;
-        posenc_ref::ExactSinCosL(pos[static_cast<std::size_t>(t)],
-                                 f.inv_freq[static_cast<std::size_t>(i)], sn, cs);
+        const std::int64_t p =
+            slot_pos[static_cast<std::size_t>(t) * n + static_cast<std::size_t>(i)];
+        posenc_ref::ExactSinCosL(p, f.inv_freq[static_cast<std::size_t>(i)], sn, cs);
         if (inverse) sn = -sn;
         const auto [a, b] = PairDims(s, i);
         const long double xa = in.get(base + static_cast<std::size_t>(a)),
@@ -122,9 +125,8 @@ inline int CheckRotation(const posenc::Frequencies& f, const Buffer& in, const B
           ++checked;
           if (!(err <= tol) && failures++ < 5) {
             ADD_FAILURE() << what << ": token " << t << " head " << h << " pair " << i << " dim "
-                          << dim << " position " << pos[static_cast<std::size_t>(t)] << ": got "
-                          << got << ", exact " << static_cast<double>(exact) << ", error " << err
-                          << " > " << tol;
+                          << dim << " position " << p << ": got " << got << ", exact "
+                          << static_cast<double>(exact) << ", error " << err << " > " << tol;
           }
         }
       }
@@ -140,6 +142,18 @@ inline int CheckRotation(const posenc::Frequencies& f, const Buffer& in, const B
     }
   }
   return checked;
+}
+
+// Checks `out` (from `in`) against the exact rotation, token t at position pos[t].
+inline int CheckRotation(const posenc::Frequencies& f, const Buffer& in, const Buffer& out,
+                         std::int64_t tokens, std::int64_t heads,
+                         const std::vector<std::int64_t>& pos, bool inverse,
+                         const std::string& what) {
+  const std::size_t n = static_cast<std::size_t>(f.spec.rotary_dim / 2);
+  std::vector<std::int64_t> slot_pos;
+  for (std::int64_t t = 0; t < tokens; ++t)
+    slot_pos.insert(slot_pos.end(), n, pos[static_cast<std::size_t>(t)]);
+  return CheckRotationSlots(f, in, out, tokens, heads, slot_pos, inverse, what);
 }
 
 inline Buffer Random(DType dtype, std::size_t n, std::mt19937& rng) {

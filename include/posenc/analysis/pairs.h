@@ -19,6 +19,7 @@ struct PairRow {
   double weight = 0;                 // interpolation weight (0 kept, 1 interpolated)
   std::optional<double> ratio;       // inv_freq / unscaled inv_freq; none when that is 0
   std::string_view treatment;        // pair_treatment: "kept", "interpolated" or "blended"
+  std::string_view axis;             // the position axis it reads: "t" (also one-axis), "h", "w"...
 };
 
 // One row per pair of `f`, with r counted over `context` (none when it is not positive).

@@ -24,6 +24,18 @@ namespace posenc {
 void cos_sin_at(const Frequencies& freqs, std::int64_t position, std::span<double> cos_out,
                 std::span<double> sin_out);
 
+// Multi-axis (spec.axis_map): slot i at position axis_positions[slot_axis(map, i)], one position
+// per axis (axis_count(spec) of them; else throws Error naming both counts). The same values as
+// gathering slot i from the one-axis row at that position, except kHf with the interleaved and
+// ERNIE rules, where transformers takes torch's cos over the gathered angle row (its lane groups).
+// All axes equal: exactly the one-axis row.
+void cos_sin_at(const Frequencies& freqs, std::span<const std::int64_t> axis_positions,
+                std::span<double> cos_out, std::span<double> sin_out);
+
+// Whether transformers takes cos/sin over the gathered angles (Qwen3-VL, ERNIE) rather than
+// gathering slots from per-axis cos/sin rows: only the hf numerics can tell them apart.
+bool gathers_angles(const Frequencies& freqs);
+
 // What transformers' rotary forward (LlamaRotaryEmbedding and its siblings) returns for
 // position_ids [batch, seq] (row-major in `positions`, batch * seq of them): cos and sin
 // [batch, seq, width] in float32, width = 2n with emb = cat(freqs, freqs) (`cat`; Llama's class)
@@ -32,6 +44,9 @@ void cos_sin_at(const Frequencies& freqs, std::int64_t position, std::span<doubl
 // [batch, n, seq] memory of the transposed product without the cat, whose lane groups run along
 // the positions. Other numerics: the convention's values rounded once. Throws Error when the
 // output spans are shorter than batch * seq * width or positions does not divide into batch.
+// Multi-axis specs take position_ids [axes, batch, seq] (axis-major) as transformers' M-RoPE
+// forward does; kHf then takes torch's cos over the emb of each axis and selects each slot from
+// its axis (Qwen2-VL), or over the emb of the gathered angles (Qwen3-VL, ERNIE).
 void rotary_forward_cos_sin(const Frequencies& freqs, std::span<const std::int64_t> positions,
                             std::int64_t batch, bool cat, std::span<float> cos_out,
                             std::span<float> sin_out);

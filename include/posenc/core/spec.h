@@ -66,6 +66,47 @@ struct LongropeParams {
   std::optional<double> attention_factor;
 };
 
+// Multi-axis RoPE (M-RoPE): which position axis each frequency slot j in [0, n) reads
+// (docs/design.md "Axis maps"; ../shared/docs/rope-in-engines.md 1.1). Positions then come as
+// [axes, tokens], axis-major. Built by the constructors below, never by hand.
+enum class AxisRule {
+  kSingle,       // one axis: plain RoPE, every slot reads the token's one position
+  kContiguous,   // Qwen2-VL, Qwen2.5-VL, GLM-4.1V: [s_t, s_h, s_w] slot ranges in order
+  kInterleaved,  // Qwen3-VL mrope_interleaved: j%3==1 && j<3 s_h -> h, j%3==2 && j<3 s_w -> w
+  kErnie,        // ERNIE-4.5-VL: sections (s_h, s_w, s_t); j < s_h + s_w alternates h, w; then t
+  kXdrope,       // HunYuan-VL XD-RoPE: 4 contiguous sections, positions ordered p, w, h, t
+};
+
+struct AxisMap {
+  AxisRule rule = AxisRule::kSingle;
+  std::vector<std::int64_t> sections;   // as the config gives them (mrope_section, ...)
+  std::vector<std::uint8_t> slot_axis;  // axis of slot j; empty for kSingle
+  std::int64_t axes = 1;                // position axes: 1, 3, or 4 (XD-RoPE)
+  bool operator==(const AxisMap&) const = default;
+};
+
+// Qwen2-VL / Qwen2.5-VL mrope_section [s_t, s_h, s_w] (transformers' modeling_qwen2_vl.py
+// apply_multimodal_rotary_pos_emb; vLLM MRotaryEmbedding): j < s_t -> t, < s_t + s_h -> h, else w.
+AxisMap mrope_sections(std::span<const std::int64_t> sections);
+// Qwen3-VL mrope_interleaved (Qwen3VLTextRotaryEmbedding.apply_interleaved_mrope):
+// j%3==1 && j<3 s_h -> h; j%3==2 && j<3 s_w -> w; else t.
+AxisMap mrope_interleaved(std::span<const std::int64_t> sections);
+// ERNIE-4.5-VL mrope_section ordered (s_h, s_w, s_t) (Ernie4_5_VLMoeTextRotaryEmbedding; vLLM
+// ernie45_vl_rope.py "[h w h w ... t t t]"): j < s_h + s_w: even j -> h, odd j -> w; else t.
+AxisMap ernie_mrope(std::span<const std::int64_t> sections);
+// HunYuan-VL XD-RoPE xdrope_section [s_0..s_3] (vLLM xdrope.py): four contiguous sections over
+// four axes, positions [4, tokens] ordered p, w, h, t.
+AxisMap xdrope_sections(std::span<const std::int64_t> sections);
+
+// "t", "h", "w", "e" (XD-RoPE: "p", "w", "h", "t") for axis a of `map`.
+std::string_view axis_name(const AxisMap& map, std::int64_t axis);
+// "single", "contiguous", "interleaved", "ernie", "xdrope".
+std::string_view axis_rule_name(AxisRule rule);
+// The axis slot j reads: map.slot_axis[j], 0 for a one-axis map.
+inline std::int64_t slot_axis(const AxisMap& map, std::int64_t j) {
+  return map.slot_axis.empty() ? 0 : map.slot_axis[static_cast<std::size_t>(j)];
+}
+
 struct RopeSpec {
   Method method = Method::kNone;
   std::int64_t head_dim = 0;       // d_h
@@ -87,6 +128,8 @@ struct RopeSpec {
   // else n = rotary_dim / 2 finite numbers > 0. Not with llama3, longrope or proportional, which
   // compute their own divisors.
   std::vector<double> freq_factors;
+  // Which position axis each slot reads (M-RoPE). The default is one axis: plain RoPE.
+  AxisMap axis_map;
 };
 
 // The parameter groups a method reads (MethodInfo::reads): one bit per group of RopeSpec fields.
@@ -172,6 +215,13 @@ Layout parse_layout(std::string_view name, std::string_view field = "layout");
 // (e.g. "yarn: beta_fast (0.5) must be greater than beta_slow (1)"). Returns warnings for legal
 // but suspicious input (factor below 1, a factor that disagrees with L' / L, ...).
 std::vector<std::string> validate(const RopeSpec& spec);
+
+// GLM-4.1V / GLM-4.5V (transformers' modeling_glm4v.py): contiguous sections on the first half of
+// the head in adjacent pairs: sets rotary_dim = head_dim / 2, kInterleaved and mrope_sections.
+void set_glm4v_mrope(RopeSpec& spec, std::span<const std::int64_t> sections);
+
+// Position axes the spec reads: spec.axis_map.axes (1 for plain RoPE).
+inline std::int64_t axis_count(const RopeSpec& spec) { return spec.axis_map.axes; }
 
 // Number of rotated pairs n = D / 2 (the length of Frequencies::inv_freq).
 inline std::int64_t pair_count(const RopeSpec& spec) { return spec.rotary_dim / 2; }

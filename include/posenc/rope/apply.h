@@ -12,7 +12,8 @@
 // nearest even.
 //
 // cos/sin come from a CosSinTable when one is given and the position is inside it, else they are
-// computed on the fly for that token (cos_sin_row_f32), with the same result.
+// computed on the fly for that token (cos_sin_row_f32), with the same result. A multi-axis token's
+// row gathers slot i from the table row of its axis' position (the same one-axis table).
 #pragma once
 
 #include <cstdint>
@@ -31,7 +32,9 @@ struct RopeArgs {
   std::optional<TensorView> k;      // [tokens, heads_k, head_dim]; heads_k may differ (GQA)
   std::optional<TensorView> q_out;  // same shape and dtype as q; absent: rotate q in place
   std::optional<TensorView> k_out;  // same shape and dtype as k; absent: rotate k in place
-  Positions positions;              // one per token
+  // One per token; for a multi-axis spec (axis_count(spec) > 1) [axes, tokens] axis-major (all
+  // t, then all h, ...): slot i of token t reads positions[slot_axis(i) * tokens + t].
+  Positions positions;
   Direction direction = Direction::kForward;
   const CosSinTable* table = nullptr;  // optional; must be built from the same Frequencies
   int threads = 1;                     // [1, kMaxThreads] (threads.h); 1: the calling thread only
@@ -48,6 +51,7 @@ int apply_rope(const Frequencies& freqs, const RopeArgs& args);
 // recomputing the keys. Both must share layout, rotary_dim and rotary_offset. Attention
 // factors are applied as the ratio to.attention_factor / from.attention_factor. `threads` must be
 // in [1, kMaxThreads].
+// Positions as in RopeArgs ([axes, tokens] for a multi-axis spec; both must share the axis map).
 void rerotate_keys(const Frequencies& from, const Frequencies& to, const TensorView& k,
                    const Positions& positions, int threads = 1);
 

@@ -28,7 +28,8 @@ class CosSinTable {
   std::int64_t pairs() const { return pairs_; }
   const Frequencies& frequencies() const { return freqs_; }
 
-  // Row of position p (0 <= p < positions()): n cosines, n sines.
+  // Row of position p (0 <= p < positions()): n cosines, n sines. One-axis rows: a multi-axis
+  // token's row gathers slot i from the row of its axis' position (apply.h).
   std::span<const float> cos_row(std::int64_t p) const {
     return {cos_.data() + static_cast<std::size_t>(p * pairs_), static_cast<std::size_t>(pairs_)};
   }
@@ -48,5 +49,8 @@ class CosSinTable {
 // The table-free path of the kernels uses this per token (shared by the token's heads).
 void cos_sin_row_f32(const Frequencies& freqs, std::int64_t position, std::span<float> cos_out,
                      std::span<float> sin_out);
+// Multi-axis: one position per axis of freqs.spec's axis map (cos_sin_at's multi-axis rule).
+void cos_sin_row_f32(const Frequencies& freqs, std::span<const std::int64_t> axis_positions,
+                     std::span<float> cos_out, std::span<float> sin_out);
 
 }  // namespace posenc
