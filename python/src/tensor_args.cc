@@ -171,8 +171,7 @@ ArrayArg numpy_arg(py::handle obj, const std::string& name, bool bf16_from_uint1
                " is not supported; expected float32, float16, or uint16 with "
                "dtype=\"bfloat16\" (int32 or int64 for positions)");
   }
-  const std::string order = py::str(dt.attr("byteorder")).cast<std::string>();
-  if (order == ">") value_error(name + ": a big-endian array; expected native byte order");
+  if (dt.byteorder() == '>') value_error(name + ": a big-endian array; expected native byte order");
   a.writable = arr.writeable();
   a.data = const_cast<void*>(arr.data());
   for (py::ssize_t d = 0; d < arr.ndim(); ++d) {

@@ -228,6 +228,7 @@ def llama():
     (lambda: (torch.zeros(2, 4, 128, dtype=torch.int32), None, [0, 1]), TypeError, r"q: dtype int32 is not supported; expected float32, float16 or bfloat16"),
     (lambda: (torch.zeros(2, 4, 128, dtype=torch.complex64), None, [0, 1]), TypeError, r"q: dtype torch.complex64 is not supported"),
     (lambda: (np.zeros((2, 4, 128), dtype=np.uint16), None, [0, 1]), TypeError, r'pass dtype="bfloat16"'),
+    (lambda: (np.zeros((2, 4, 128), dtype=">f4"), None, [0, 1]), ValueError, r"q: a big-endian array; expected native byte order"),
     (lambda: (torch.zeros(2, 128, 4).transpose(1, 2), None, [0, 1]), ValueError, r"q: the last dim must be contiguous \(stride 1\), got stride 4"),
     (lambda: (torch.zeros(3, 4, 128), None, [0, 1]), ValueError, r"positions \[2\] hold 2 entries; expected one per token of q \[3, 4, 128\] \(3\)"),
     (lambda: (torch.zeros(2, 4, 128), torch.zeros(2, 4, 64), [0, 1]), ValueError, r"k: head_dim \(64\) must hold rotary_offset \+ rotary_dim \(0 \+ 128\)"),
