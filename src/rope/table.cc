@@ -9,55 +9,43 @@
 
 namespace posenc {
 
-void cos_sin_row_f32(const Frequencies& freqs, std::int64_t position, std::span<float> cos_out,
-                     std::span<float> sin_out) {
+namespace {
+
+// cos_sin_at's doubles rounded once to float32, through stack rows for the common head dims.
+// `at` fills the double rows (one position, or one per axis).
+template <typename At>
+void rounded_row(const Frequencies& freqs, std::span<float> cos_out, std::span<float> sin_out,
+                 const At& at) {
   const std::size_t n = freqs.inv_freq.size();
   if (cos_out.size() < n || sin_out.size() < n) {
     throw Error("cos_sin_row_f32: output spans must hold pair_count (" + std::to_string(n) +
                 ") entries");
   }
-  // Stack buffers for the common head dims; the double values round once to float32 below.
   constexpr std::size_t kStack = 256;
   double c_stack[kStack], s_stack[kStack];
-  std::vector<double> c_heap, s_heap;
-  double* c = c_stack;
-  double* s = s_stack;
-  if (n > kStack) {
-    c_heap.resize(n);
-    s_heap.resize(n);
-    c = c_heap.data();
-    s = s_heap.data();
-  }
-  cos_sin_at(freqs, position, {c, n}, {s, n});
+  std::vector<double> heap(n > kStack ? 2 * n : 0);
+  double* c = n > kStack ? heap.data() : c_stack;
+  double* s = n > kStack ? heap.data() + n : s_stack;
+  at(std::span<double>(c, n), std::span<double>(s, n));
   for (std::size_t i = 0; i < n; ++i) {
     cos_out[i] = static_cast<float>(c[i]);
     sin_out[i] = static_cast<float>(s[i]);
   }
 }
 
+}  // namespace
+
+void cos_sin_row_f32(const Frequencies& freqs, std::int64_t position, std::span<float> cos_out,
+                     std::span<float> sin_out) {
+  rounded_row(freqs, cos_out, sin_out,
+              [&](std::span<double> c, std::span<double> s) { cos_sin_at(freqs, position, c, s); });
+}
+
 void cos_sin_row_f32(const Frequencies& freqs, std::span<const std::int64_t> axis_positions,
                      std::span<float> cos_out, std::span<float> sin_out) {
-  const std::size_t n = freqs.inv_freq.size();
-  if (cos_out.size() < n || sin_out.size() < n) {
-    throw Error("cos_sin_row_f32: output spans must hold pair_count (" + std::to_string(n) +
-                ") entries");
-  }
-  constexpr std::size_t kStack = 256;
-  double c_stack[kStack], s_stack[kStack];
-  std::vector<double> c_heap, s_heap;
-  double* c = c_stack;
-  double* s = s_stack;
-  if (n > kStack) {
-    c_heap.resize(n);
-    s_heap.resize(n);
-    c = c_heap.data();
-    s = s_heap.data();
-  }
-  cos_sin_at(freqs, axis_positions, {c, n}, {s, n});
-  for (std::size_t i = 0; i < n; ++i) {
-    cos_out[i] = static_cast<float>(c[i]);
-    sin_out[i] = static_cast<float>(s[i]);
-  }
+  rounded_row(freqs, cos_out, sin_out, [&](std::span<double> c, std::span<double> s) {
+    cos_sin_at(freqs, axis_positions, c, s);
+  });
 }
 
 CosSinTable::CosSinTable(const Frequencies& freqs, std::int64_t positions)
