@@ -381,7 +381,9 @@ ModelConfig parse_hf_config(std::string_view json_text, std::string_view source)
   return ConfigParser(root, name).parse();
 }
 
-ModelConfig load_hf_config(const std::filesystem::path& path) {
+namespace detail {
+
+std::string read_config_text(const std::filesystem::path& path) {
   const std::string name = path.string();
   const detail::FileBytes file(
       path, {kMaxConfigBytes, true, "a config.json", [&name](std::span<const std::uint8_t> start) {
@@ -399,8 +401,13 @@ ModelConfig load_hf_config(const std::filesystem::path& path) {
                                   : "this is " + looks));
              }});
   const auto bytes = file.bytes();
-  return parse_hf_config(
-      std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()), name);
+  return std::string(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+}
+
+}  // namespace detail
+
+ModelConfig load_hf_config(const std::filesystem::path& path) {
+  return parse_hf_config(detail::read_config_text(path), path.string());
 }
 
 }  // namespace posenc

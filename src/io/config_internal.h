@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
@@ -22,6 +23,10 @@ std::string show(const json& value);
 
 // Parses JSON text; throws Error naming `source` and where the text is malformed (line, column).
 json parse_json(std::string_view text, const std::string& source);
+
+// A config.json's text, read with load_hf_config's rules (at most kMaxConfigBytes; refused when
+// its first non-blank byte cannot start a JSON object, naming what the file looks like).
+std::string read_config_text(const std::filesystem::path& path);
 
 // The source name and the warnings collected so far.
 struct Context {

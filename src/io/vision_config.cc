@@ -7,7 +7,6 @@
 
 #include "io/config_internal.h"
 #include "posenc/io/config.h"
-#include "util/file_bytes.h"
 #include "util/format.h"
 
 namespace posenc {
@@ -82,19 +81,7 @@ VisionConfig parse_vision_config(std::string_view json_text, std::string_view so
 }
 
 VisionConfig load_vision_config(const std::filesystem::path& path) {
-  const std::string name = path.string();
-  const detail::FileBytes file(
-      path, {kMaxConfigBytes, true, "a config.json", [&name](std::span<const std::uint8_t> start) {
-               const std::string_view s(reinterpret_cast<const char*>(start.data()), start.size());
-               const auto first = s.find_first_not_of(" \t\r\n");
-               if (first == std::string_view::npos || s[first] == '{' || s[first] == '[') return;
-               const std::string looks = detail::foreign_format(start);
-               throw Error(name + ": not a config.json (a JSON object, starting with '{')" +
-                           (looks.empty() ? std::string() : "; this is " + looks));
-             }});
-  const auto bytes = file.bytes();
-  return parse_vision_config(
-      std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()), name);
+  return parse_vision_config(detail::read_config_text(path), path.string());
 }
 
 }  // namespace posenc
