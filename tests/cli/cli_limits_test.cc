@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "support/cli_expect.h"
 #include "support/cli_runner.h"
 #include "support/shared_data.h"
 #include "support/temp_files.h"
@@ -42,10 +43,7 @@ std::string write_file(const std::string& name, const std::string& bytes) {
 // Status 1 and a "posenc: error:" line containing every piece.
 void expect_error(const CliRun& r, const std::vector<std::string>& pieces,
                   const std::string& args) {
-  EXPECT_EQ(r.status, 1) << args << "\n" << r.err;
-  EXPECT_THAT(r.err, HasSubstr("posenc: error: ")) << args;
-  EXPECT_THAT(r.err, Not(HasSubstr("internal error"))) << args;
-  for (const std::string& p : pieces) EXPECT_THAT(r.err, HasSubstr(p)) << args;
+  posenc_cli::expect_refused(r, pieces, args);
 }
 
 void expect_error(const std::string& args, const std::vector<std::string>& pieces) {
