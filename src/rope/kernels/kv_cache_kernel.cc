@@ -80,6 +80,19 @@ HWY_INLINE hn::Vec<D> RoundTo(Tag tag, D d, hn::Vec<D> y) {
   }
 }
 
+// bf16 in registers: half.h's rounding (+0x7FFF + lsb, NaNs quieted) kept in the top 16 bits.
+template <class D>
+HWY_INLINE hn::Vec<D> RoundTo(BF16Tag, D d, hn::Vec<D> y) {
+  const hn::RebindToUnsigned<D> du;
+  const auto bits = hn::BitCast(du, y);
+  const auto high = hn::Set(du, 0xFFFF0000u);
+  const auto lsb = hn::And(hn::ShiftRight<16>(bits), hn::Set(du, 1u));
+  const auto rounded = hn::And(hn::Add(hn::Add(bits, hn::Set(du, 0x7FFFu)), lsb), high);
+  const auto quiet = hn::And(hn::Or(bits, hn::Set(du, 0x400000u)), high);
+  const auto is_nan = hn::RebindMask(du, hn::Not(hn::Eq(y, y)));
+  return hn::BitCast(d, hn::IfThenElse(is_nan, quiet, rounded));
+}
+
 // One rotated k vector of dims [j, j + lanes) of the rotated range.
 template <class KTag, class CTag, class D>
 HWY_INLINE void EmitK(KTag ktag, CTag ctag, D d, hn::Vec<D> y, typename KTag::Storage* back,
