@@ -9,6 +9,9 @@
 //                     dtype_size: the tensor read once and written once (cases.h)
 //   ratio_to_memcpy   memcpy time of the same tensor / kernel time   (> 1: faster than memcpy)
 //   ratio_to_scalar   scalar-loop time / kernel time                 (> 1: faster than scalar)
+//   ratio_to_stream   in-place streaming time (stream.h) / kernel time: 1 is the roofline
+// and for the fused cases (rope_append_kv_cache, fused_workload.h; no scalar loop)
+//   speedup_over_separate   rotate-then-copy time / fused time
 // The baselines (workload.h) are timed in the same process right after each timed loop, so they
 // see the same machine state, as medians of kBaselineRepetitions samples (timing.h), on one
 // thread. Before a case is first timed, the kernel's result is checked against the scalar loop.
@@ -22,6 +25,7 @@
 #include <fmt/format.h>
 
 #include "cases.h"
+#include "fused_workload.h"
 #include "posenc/rope/targets.h"
 #include "timing.h"
 #include "workload.h"
@@ -43,7 +47,42 @@ Workload& workload_for(const Case& c) {
   return *current;
 }
 
+FusedWorkload& fused_workload_for(const Case& c) {
+  static std::unique_ptr<FusedWorkload> current;
+  const Case* last = current ? &current->fused_case() : nullptr;
+  if (!last || last->shape.name != c.shape.name || last->dtype != c.dtype ||
+      last->cache_dtype != c.cache_dtype) {
+    current.reset();
+    current = std::make_unique<FusedWorkload>(c);
+  }
+  return *current;
+}
+
+void run_fused_case(benchmark::State& state, const Case& c) {
+  FusedWorkload& w = fused_workload_for(c);
+  static std::set<std::string> checked;
+  if (checked.insert(c.name).second) {
+    if (const std::size_t differ = w.cache_mismatches(c.threads); differ != 0) {
+      state.SkipWithError(
+          fmt::format("the fused cache differs from rotate-then-copy's in {} bytes", differ)
+              .c_str());
+    }
+  }
+  const auto start = std::chrono::steady_clock::now();
+  for (auto _ : state) w.fused(c.threads);
+  const auto stop = std::chrono::steady_clock::now();
+  if (state.error_occurred()) return;
+  const double kernel =
+      std::chrono::duration<double>(stop - start).count() / static_cast<double>(state.iterations());
+  state.SetBytesProcessed(state.iterations() * static_cast<std::int64_t>(c.bytes_moved()));
+  const Baselines b = measure_baselines(w, kBaselineRepetitions, c.threads);
+  state.counters["ratio_to_memcpy"] = b.memcpy_seconds / kernel;
+  state.counters["ratio_to_stream"] = b.stream_seconds / kernel;
+  state.counters["speedup_over_separate"] = b.separate_seconds / kernel;
+}
+
 void run_case(benchmark::State& state, const Case& c) {
+  if (c.fused) return run_fused_case(state, c);
   Workload& w = workload_for(c);
   static std::set<std::string> checked;
   if (checked.insert(c.name).second) {
@@ -66,6 +105,7 @@ void run_case(benchmark::State& state, const Case& c) {
   const Baselines b = measure_baselines(w, kBaselineRepetitions);
   state.counters["ratio_to_memcpy"] = b.memcpy_seconds / kernel;
   state.counters["ratio_to_scalar"] = b.scalar_seconds / kernel;
+  state.counters["ratio_to_stream"] = b.stream_seconds / kernel;
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
 #include "cases.h"
 
+#include <utility>
+
 #include <fmt/format.h>
 
 namespace posenc::bench {
@@ -19,6 +21,20 @@ std::span<const Shape> shapes() {
   return kShapes;
 }
 
+std::span<const Shape> fused_shapes() {
+  // Llama 2 7B: 32 heads of 128, kv heads = heads; Llama 3 8B: 32 q heads, 8 kv heads (GQA),
+  // head_dim 128 (the published config.json files).
+  static constexpr Shape kShapes[] = {
+      {"fused-prefill-llama2-7b", 4096, 32, 128, 0, false, 32},
+      {"fused-prefill-llama3-8b", 4096, 32, 128, 0, false, 8},
+      {"fused-decode1-llama2-7b", 1, 32, 128, 4095, false, 32},
+      {"fused-decode1-llama3-8b", 1, 32, 128, 4095, false, 8},
+      {"fused-decode64-llama2-7b", 64, 32, 128, 4032, false, 32},
+      {"fused-decode64-llama3-8b", 64, 32, 128, 4032, false, 8},
+  };
+  return kShapes;
+}
+
 std::vector<Case> all_cases(std::span<const int> threads) {
   std::vector<Case> out;
   for (const Shape& shape : shapes()) {
@@ -29,6 +45,22 @@ std::vector<Case> all_cases(std::span<const int> threads) {
                                      table ? "table" : "on-the-fly", t),
                          shape, dtype, table, t});
         }
+      }
+    }
+  }
+  const std::pair<DType, CacheDType> fused_dtypes[] = {{DType::kF32, CacheDType::kF32},
+                                                       {DType::kF16, CacheDType::kF16},
+                                                       {DType::kBF16, CacheDType::kBF16},
+                                                       {DType::kBF16, CacheDType::kFp8E4M3}};
+  for (const Shape& shape : fused_shapes()) {
+    for (const auto& [dtype, cache] : fused_dtypes) {
+      for (int t : threads) {
+        Case c{fmt::format("{}/{}/cache:{}/table/threads:{}", shape.name, dtype_name(dtype),
+                           cache_dtype_name(cache), t),
+               shape, dtype, true, t};
+        c.fused = true;
+        c.cache_dtype = cache;
+        out.push_back(std::move(c));
       }
     }
   }

@@ -20,6 +20,7 @@
 #include <string_view>
 #include <vector>
 
+#include "posenc/rope/kv_cache.h"
 #include "posenc/rope/tensor.h"
 
 namespace posenc::bench {
@@ -33,6 +34,9 @@ struct Shape {
   // Multi-axis: Qwen2-VL's mrope_section [16, 24, 24] (head_dim 128) with [3, tokens] positions
   // t = first + k, h = first + k / 64, w = first + k % 64 (a 64-wide image, every axis distinct).
   bool mrope = false;
+  // Fused cases (rope_append_kv_cache): the k and v heads (GQA: fewer than `heads`, the q heads);
+  // 0 for the RoPE-only cases.
+  std::int64_t kv_heads = 0;
 };
 
 struct Case {
@@ -41,13 +45,20 @@ struct Case {
   DType dtype = DType::kF32;
   bool table = true;  // cos/sin from a CosSinTable; false: computed per token (table = nullptr)
   int threads = 1;
+  bool fused = false;  // rope_append_kv_cache into a vLLM cache of cache_dtype (shape.kv_heads)
+  CacheDType cache_dtype = CacheDType::kF32;
 
   std::int64_t elements() const { return shape.tokens * shape.heads * shape.head_dim; }
   std::size_t tensor_bytes() const {
     return static_cast<std::size_t>(elements()) * dtype_size(dtype);
   }
-  // Read once + written once: 2 x tokens x heads x head_dim x dtype_size.
-  std::size_t bytes_moved() const { return 2 * tensor_bytes(); }
+  // RoPE: read once + written once, 2 x tokens x heads x head_dim x dtype_size. Fused: q read and
+  // written, k and v read, their cache rows written (the bytes one pass must move).
+  std::size_t bytes_moved() const {
+    if (!fused) return 2 * tensor_bytes();
+    const auto kv = static_cast<std::size_t>(shape.tokens * shape.kv_heads * shape.head_dim);
+    return 2 * tensor_bytes() + 2 * kv * dtype_size(dtype) + 2 * kv * cache_dtype_size(cache_dtype);
+  }
 };
 
 // The shapes, in the order the cases run:
@@ -60,10 +71,20 @@ struct Case {
 //                                                          Qwen2-VL's 3-axis M-RoPE)
 std::span<const Shape> shapes();
 
+// The fused RoPE + KV-cache shapes (kv_heads set), each timed against rotate-then-copy:
+//   fused-prefill-llama2-7b    4096 tokens, 32 q heads, 32 kv heads, 128 (positions 0 .. 4095)
+//   fused-prefill-llama3-8b    4096 tokens, 32 q heads,  8 kv heads, 128 (GQA)
+//   fused-decode1-llama2-7b / -llama3-8b     1 token at position 4095
+//   fused-decode64-llama2-7b / -llama3-8b   64 tokens (64 sequences), positions 4032 .. 4095
+// with (input, cache) dtypes f32/f32, f16/f16, bf16/bf16 and bf16/fp8_e4m3, table cos/sin only:
+// named <shape>/<dtype>/cache:<cache dtype>/table/threads:<n>.
+std::span<const Shape> fused_shapes();
+
 inline constexpr int kDefaultThreads[] = {1, 2};
 
-// Every shape x {f32, f16, bf16} x {table, on-the-fly} x `threads`, grouped so that the cases of
-// one (shape, dtype) are adjacent (they share one set of buffers).
+// Every shape x {f32, f16, bf16} x {table, on-the-fly} x `threads`, then every fused shape x its
+// dtype pairs x `threads`, grouped so that the cases of one (shape, dtype, cache dtype) are
+// adjacent (they share one set of buffers).
 std::vector<Case> all_cases(std::span<const int> threads = kDefaultThreads);
 
 }  // namespace posenc::bench

@@ -45,6 +45,15 @@ Baselines measure_baselines(Workload& workload, int repetitions) {
   Baselines b;
   b.memcpy_seconds = median_seconds_per_call([&] { workload.copy(); }, repetitions);
   b.scalar_seconds = median_seconds_per_call([&] { workload.rotate_scalar(); }, repetitions);
+  b.stream_seconds = median_seconds_per_call([&] { workload.stream(); }, repetitions);
+  return b;
+}
+
+Baselines measure_baselines(FusedWorkload& workload, int repetitions, int threads) {
+  Baselines b;
+  b.memcpy_seconds = median_seconds_per_call([&] { workload.copy(); }, repetitions);
+  b.stream_seconds = median_seconds_per_call([&] { workload.stream(); }, repetitions);
+  b.separate_seconds = median_seconds_per_call([&] { workload.separate(threads); }, repetitions);
   return b;
 }
 

@@ -8,6 +8,7 @@
 
 #include <functional>
 
+#include "fused_workload.h"
 #include "workload.h"
 
 namespace posenc::bench {
@@ -20,11 +21,16 @@ inline constexpr double kMinSampleSeconds = 2e-3;
 double median_seconds_per_call(const std::function<void()>& fn, int repetitions,
                                double min_sample_seconds = kMinSampleSeconds);
 
-// The two baselines of a workload, each timed as above, single-threaded.
+// The baselines of a workload, each timed as above, single-threaded.
 struct Baselines {
-  double memcpy_seconds = 0;  // Workload::copy()
-  double scalar_seconds = 0;  // Workload::rotate_scalar()
+  double memcpy_seconds = 0;    // Workload::copy()
+  double scalar_seconds = 0;    // Workload::rotate_scalar()
+  double stream_seconds = 0;    // Workload::stream(): the in-place roofline
+  double separate_seconds = 0;  // fused cases: FusedWorkload::separate() (on the case's threads)
 };
 Baselines measure_baselines(Workload& workload, int repetitions);
+// A fused case's: memcpy and stream on one thread, rotate-then-copy on `threads` (like the fused
+// call it is compared with); scalar_seconds stays 0 (no scalar loop for the fused call).
+Baselines measure_baselines(FusedWorkload& workload, int repetitions, int threads);
 
 }  // namespace posenc::bench

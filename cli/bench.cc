@@ -1,6 +1,7 @@
 // `posenc bench`: the benchmark cases of posenc_bench (bench/cases.h) timed with a plain loop,
 // for a quick look without Google Benchmark. Every time is the median of --repetitions samples
-// (bench/timing.h): the kernel's, then a memcpy's and a scalar loop's on the same buffers.
+// (bench/timing.h): the kernel's, then a memcpy's, a scalar loop's and the in-place streaming
+// roofline's (bench/stream.h) on the same buffers.
 #include <algorithm>
 #include <cstdint>
 #include <iostream>
@@ -42,6 +43,8 @@ struct Result {
   double bytes_per_second() const { return static_cast<double>(c.bytes_moved()) / seconds; }
   double ratio_to_memcpy() const { return baselines.memcpy_seconds / seconds; }
   double ratio_to_scalar() const { return baselines.scalar_seconds / seconds; }
+  double ratio_to_stream() const { return baselines.stream_seconds / seconds; }
+  double speedup_over_separate() const { return baselines.separate_seconds / seconds; }
 };
 
 std::string format_seconds(double s) {
@@ -71,41 +74,61 @@ std::vector<bench::Case> select_cases(const BenchOptions& o) {
 }
 
 nlohmann::json to_json(const Result& r, const std::string& target, int repetitions) {
-  return {{"name", r.c.name},
-          {"shape", std::string(r.c.shape.name)},
-          {"dtype", std::string(dtype_name(r.c.dtype))},
-          {"threads", r.c.threads},
-          {"threads_used", r.threads_used},
-          {"tokens", r.c.shape.tokens},
-          {"heads", r.c.shape.heads},
-          {"head_dim", r.c.shape.head_dim},
-          {"first_position", r.c.shape.first_position},
-          {"table", r.c.table},
-          {"bytes", r.c.bytes_moved()},
-          {"repetitions", repetitions},
-          {"seconds_median", r.seconds},
-          {"memcpy_seconds_median", r.baselines.memcpy_seconds},
-          {"scalar_seconds_median", r.baselines.scalar_seconds},
-          {"bytes_per_second", r.bytes_per_second()},
-          {"ratio_to_memcpy", r.ratio_to_memcpy()},
-          {"ratio_to_scalar", r.ratio_to_scalar()},
-          {"max_abs_difference_to_scalar", r.max_difference},
-          {"target", target}};
+  nlohmann::json j = {{"name", r.c.name},
+                      {"shape", std::string(r.c.shape.name)},
+                      {"dtype", std::string(dtype_name(r.c.dtype))},
+                      {"threads", r.c.threads},
+                      {"threads_used", r.threads_used},
+                      {"tokens", r.c.shape.tokens},
+                      {"heads", r.c.shape.heads},
+                      {"head_dim", r.c.shape.head_dim},
+                      {"first_position", r.c.shape.first_position},
+                      {"table", r.c.table},
+                      {"bytes", r.c.bytes_moved()},
+                      {"repetitions", repetitions},
+                      {"seconds_median", r.seconds},
+                      {"memcpy_seconds_median", r.baselines.memcpy_seconds},
+                      {"scalar_seconds_median", r.baselines.scalar_seconds},
+                      {"stream_seconds_median", r.baselines.stream_seconds},
+                      {"bytes_per_second", r.bytes_per_second()},
+                      {"ratio_to_memcpy", r.ratio_to_memcpy()},
+                      {"ratio_to_scalar", r.ratio_to_scalar()},
+                      {"ratio_to_stream", r.ratio_to_stream()},
+                      {"max_abs_difference_to_scalar", r.max_difference},
+                      {"target", target},
+                      {"fused", r.c.fused}};
+  if (r.c.fused) {
+    // No scalar loop for the fused call: rotate-then-copy is its comparison.
+    j["kv_heads"] = r.c.shape.kv_heads;
+    j["cache_dtype"] = std::string(cache_dtype_name(r.c.cache_dtype));
+    j["scalar_seconds_median"] = nullptr;
+    j["ratio_to_scalar"] = nullptr;
+    j.erase("max_abs_difference_to_scalar");
+    j["cache_bytes_differing_from_separate"] = 0;  // checked before timing (run_bench)
+    j["separate_seconds_median"] = r.baselines.separate_seconds;
+    j["speedup_over_separate"] = r.speedup_over_separate();
+  }
+  return j;
 }
 
 void print_table(const std::vector<Result>& results, const std::string& target, int repetitions) {
   fmt::print(
-      "SIMD target {}; median of {} repetitions; bytes = tensor read + written once;\n"
-      "ratios = single-threaded baseline time / kernel time (> 1: the kernel is faster)\n\n",
+      "SIMD target {}; median of {} repetitions; bytes = tensor read + written once (fused: q "
+      "read\n"
+      "and written, k and v read, their cache rows written); ratios = single-threaded baseline "
+      "time\n"
+      "/ kernel time (> 1: the kernel is faster); x separate = rotate-then-copy time / fused "
+      "time\n\n",
       target, repetitions);
   std::size_t width = 4;
   for (const Result& r : results) width = std::max(width, r.c.name.size());
-  fmt::print("{:<{}}  {:>10}  {:>8}  {:>9}  {:>9}\n", "case", width, "time", "GB/s", "x memcpy",
-             "x scalar");
+  fmt::print("{:<{}}  {:>10}  {:>8}  {:>9}  {:>9}  {:>9}  {:>10}\n", "case", width, "time", "GB/s",
+             "x stream", "x memcpy", "x scalar", "x separate");
   for (const Result& r : results) {
-    fmt::print("{:<{}}  {:>10}  {:>8.2f}  {:>9.2f}  {:>9.2f}\n", r.c.name, width,
-               format_seconds(r.seconds), r.bytes_per_second() / 1e9, r.ratio_to_memcpy(),
-               r.ratio_to_scalar());
+    fmt::print("{:<{}}  {:>10}  {:>8.2f}  {:>9.2f}  {:>9.2f}  {:>9}  {:>10}\n", r.c.name, width,
+               format_seconds(r.seconds), r.bytes_per_second() / 1e9, r.ratio_to_stream(),
+               r.ratio_to_memcpy(), r.c.fused ? "-" : fmt::format("{:.2f}", r.ratio_to_scalar()),
+               r.c.fused ? fmt::format("{:.2f}", r.speedup_over_separate()) : "-");
   }
   for (const Result& r : results) {
     if (r.threads_used != r.c.threads) {
@@ -115,12 +138,46 @@ void print_table(const std::vector<Result>& results, const std::string& target, 
   }
 }
 
+void print_progress(const Result& r, std::size_t done, std::size_t total) {
+  fmt::print(stderr, "[{}/{}] {}  {}  {:.2f} GB/s{}\n", done, total, r.c.name,
+             format_seconds(r.seconds), r.bytes_per_second() / 1e9,
+             r.threads_used == r.c.threads ? ""
+                                           : fmt::format("  (ran on {} thread{})", r.threads_used,
+                                                         r.threads_used == 1 ? "" : "s"));
+}
+
+// A fused case: checked against rotate-then-copy (the same cache bytes), then timed with it.
+Result run_fused(const bench::Case& c, std::unique_ptr<bench::FusedWorkload>& fw, int repetitions) {
+  const bench::Case* last = fw ? &fw->fused_case() : nullptr;
+  if (!last || last->shape.name != c.shape.name || last->dtype != c.dtype ||
+      last->cache_dtype != c.cache_dtype) {
+    fw.reset();
+    fw = std::make_unique<bench::FusedWorkload>(c);
+  }
+  Result r;
+  r.c = c;
+  if (const std::size_t differ = fw->cache_mismatches(c.threads); differ != 0) {
+    throw Error(fmt::format(
+        "bench: {}: the fused cache differs from rotate-then-copy's in {} bytes", c.name, differ));
+  }
+  r.threads_used = fw->fused(c.threads);
+  r.seconds = bench::median_seconds_per_call([&] { fw->fused(c.threads); }, repetitions);
+  r.baselines = bench::measure_baselines(*fw, repetitions, c.threads);
+  return r;
+}
+
 void run_bench(const BenchOptions& o) {
   const std::vector<bench::Case> cases = select_cases(o);
   const std::string target = active_simd_target();
   std::vector<Result> results;
   std::unique_ptr<bench::Workload> w;
+  std::unique_ptr<bench::FusedWorkload> fw;
   for (const bench::Case& c : cases) {
+    if (c.fused) {
+      results.push_back(run_fused(c, fw, o.repetitions));
+      print_progress(results.back(), results.size(), cases.size());
+      continue;
+    }
     // Cases of one (shape, dtype) are adjacent and share buffers; one workload at a time.
     if (!w || w->shape().name != c.shape.name || w->dtype() != c.dtype) {
       w.reset();
@@ -138,12 +195,8 @@ void run_bench(const BenchOptions& o) {
     r.seconds =
         bench::median_seconds_per_call([&] { w->rotate(c.table, c.threads); }, o.repetitions);
     r.baselines = bench::measure_baselines(*w, o.repetitions);
-    fmt::print(stderr, "[{}/{}] {}  {}  {:.2f} GB/s{}\n", results.size() + 1, cases.size(), c.name,
-               format_seconds(r.seconds), r.bytes_per_second() / 1e9,
-               r.threads_used == c.threads ? ""
-                                           : fmt::format("  (ran on {} thread{})", r.threads_used,
-                                                         r.threads_used == 1 ? "" : "s"));
     results.push_back(std::move(r));
+    print_progress(results.back(), results.size(), cases.size());
   }
   if (o.json) {
     nlohmann::json records = nlohmann::json::array();
@@ -161,8 +214,10 @@ void add_bench(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "bench",
       "Time the RoPE kernel on the benchmark cases (real model shapes x f32/f16/bf16 x table or "
-      "on-the-fly cos/sin x threads), in place, against a memcpy and a scalar loop of the same "
-      "bytes. Progress goes to stderr. For careful numbers use posenc_bench (Google Benchmark).");
+      "on-the-fly cos/sin x threads), in place, against a memcpy, a scalar loop and an in-place "
+      "streaming pass of the same bytes; and the fused RoPE + KV-cache append (fused-* cases) "
+      "against rotate-then-copy. Progress goes to stderr. For careful numbers use posenc_bench "
+      "(Google Benchmark).");
   cmd->add_option(
       "--filter", opts->filter,
       "Regular expression (ECMAScript, searched) on case names, e.g. 'decode' or 'prefill-q/f32'");

@@ -5,7 +5,8 @@
 //              parameters), sinusoidal.h, mrope_positions.h (M-RoPE ids of text, images,
 //              videos), defaults.h, error.h, threads.h
 //   rope/      the hot path: tensor.h (views), table.h (cos/sin rows), apply.h (apply_rope,
-//              rerotate_keys), targets.h (SIMD targets)
+//              rerotate_keys), kv_cache.h (fused RoPE + paged KV-cache append), targets.h
+//              (SIMD targets)
 //   io/        models in: model.h (load_model: config.json or GGUF), config.h, gguf.h, presets.h,
 //              extend.h (--scaling), npy.h, vision_config.h
 //   analysis/  engines.h (transformers, llama.cpp, vLLM side by side), doctor.h, verify.h, pairs.h
@@ -42,6 +43,7 @@
 #include "posenc/report/report.h"
 #include "posenc/report/svg.h"
 #include "posenc/rope/apply.h"
+#include "posenc/rope/kv_cache.h"
 #include "posenc/rope/table.h"
 #include "posenc/rope/targets.h"
 #include "posenc/rope/tensor.h"

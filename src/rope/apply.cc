@@ -12,13 +12,13 @@
 #include "posenc/core/error.h"
 #include "posenc/core/threads.h"
 #include "rope/kernels/rotate.h"
+#include "rope/rope_rows.h"
 #include "util/thread_pool.h"
 
 namespace posenc {
 namespace {
 
-// The cos/sin row of token t.
-using RowFn = std::function<void(std::int64_t token, float* c, float* s)>;
+using detail::RowFn;
 
 constexpr std::int64_t kMaxAxes = 4;
 
@@ -33,9 +33,13 @@ struct Pass {
   const TensorView* out;  // == in for in place
 };
 
-void check_view(const TensorView& v, const std::string& name, std::int64_t tokens,
-                const RopeSpec& spec) {
-  auto fail = [&](const std::string& what) { throw Error("apply_rope: " + name + ": " + what); };
+}  // namespace
+
+namespace detail {
+
+void check_rope_view(const TensorView& v, const std::string& name, std::int64_t tokens,
+                     const RopeSpec& spec, const std::string& who) {
+  auto fail = [&](const std::string& what) { throw Error(who + ": " + name + ": " + what); };
   if (v.tokens != tokens)
     fail("tokens (" + str(v.tokens) + ") must equal the number of positions (" + str(tokens) + ")");
   if (v.heads <= 0) fail("heads (" + str(v.heads) + ") must be positive");
@@ -64,6 +68,15 @@ void check_view(const TensorView& v, const std::string& name, std::int64_t token
          "* token_stride + head_dim (" + str(head_major_span) + ") with token_stride >= head_dim");
   }
   if (v.data == nullptr && v.tokens > 0) fail("data is null");
+}
+
+}  // namespace detail
+
+namespace {
+
+void check_view(const TensorView& v, const std::string& name, std::int64_t tokens,
+                const RopeSpec& spec) {
+  detail::check_rope_view(v, name, tokens, spec, "apply_rope");
 }
 
 void check_out(const TensorView& in, const TensorView& out, const std::string& name) {
@@ -103,20 +116,8 @@ int run(const RopeSpec& spec, const std::vector<Pass>& passes, std::int64_t toke
     for (std::int64_t task = begin; task < end; ++task) {
       const std::int64_t t = task / splits, part = task % splits;
       row(t, c.data(), s.data());
-      const float* rc = c.data();
-      const float* rs = s.data();
-      if (interleaved) {
-        for (std::int64_t i = 0; i < n; ++i) {
-          const auto k = static_cast<std::size_t>(i);
-          c2[2 * k] = c2[2 * k + 1] = c[k];
-          s2[2 * k] = -sign * s[k];
-          s2[2 * k + 1] = sign * s[k];
-        }
-        rc = c2.data();
-        rs = s2.data();
-      } else if (sign < 0) {
-        for (float& x : s) x = -x;
-      }
+      const auto [rc, rs] =
+          detail::kernel_row(spec.layout, sign, n, c.data(), s.data(), c2.data(), s2.data());
       for (const Pass& p : passes) {
         const std::int64_t h0 = p.in->heads * part / splits, h1 = p.in->heads * (part + 1) / splits;
         if (h0 == h1) continue;
@@ -164,10 +165,13 @@ int run(const RopeSpec& spec, const std::vector<Pass>& passes, std::int64_t toke
   return used;
 }
 
-// Tokens of a call: one position per token for one axis; [axes, tokens] (axis-major) for a
-// multi-axis spec, whose token count comes from the tensor (`view_tokens`).
-std::int64_t token_count(const RopeSpec& spec, const Positions& positions, std::int64_t view_tokens,
-                         const std::string& who, const std::string& view) {
+}  // namespace
+
+namespace detail {
+
+std::int64_t rope_token_count(const RopeSpec& spec, const Positions& positions,
+                              std::int64_t view_tokens, const std::string& who,
+                              const std::string& view) {
   const std::int64_t axes = axis_count(spec);
   const std::int64_t count = position_count(positions);
   if (axes == 1) return count;
@@ -190,6 +194,15 @@ std::int64_t token_count(const RopeSpec& spec, const Positions& positions, std::
   return view_tokens;
 }
 
+}  // namespace detail
+
+namespace {
+
+std::int64_t token_count(const RopeSpec& spec, const Positions& positions, std::int64_t view_tokens,
+                         const std::string& who, const std::string& view) {
+  return detail::rope_token_count(spec, positions, view_tokens, who, view);
+}
+
 // The axis positions of token t: positions[a * tokens + t].
 void axis_positions(const Positions& positions, std::int64_t axes, std::int64_t tokens,
                     std::int64_t t, std::int64_t* out) {
@@ -197,6 +210,77 @@ void axis_positions(const Positions& positions, std::int64_t axes, std::int64_t 
 }
 
 }  // namespace
+
+namespace detail {
+
+void check_rope_table(const Frequencies& freqs, const CosSinTable* table, const std::string& who) {
+  if (table &&
+      (table->pairs() != freqs.pair_count() || table->frequencies().inv_freq != freqs.inv_freq ||
+       table->frequencies().attention_factor != freqs.attention_factor ||
+       table->frequencies().numerics != freqs.numerics)) {
+    throw Error(who + ": table was built from other frequencies than the ones given");
+  }
+}
+
+RowFn cos_sin_rows(const Frequencies& freqs, const Positions& positions, std::int64_t tokens,
+                   const CosSinTable* table) {
+  const RopeSpec& spec = freqs.spec;
+  const auto n = static_cast<std::size_t>(freqs.pair_count());
+  const std::int64_t axes = axis_count(spec);
+  const AxisMap& map = spec.axis_map;
+  // Multi-axis rows gather slot i from the table row of its axis' position; the hf numerics of a
+  // rule that takes cos over gathered angles has no such row, so it computes them.
+  const bool gather_table = table && !gathers_angles(freqs);
+  // The map as runs of consecutive slots on one axis: a contiguous map gathers in 3 copies.
+  struct Run {
+    std::size_t begin, end, axis;
+  };
+  std::vector<Run> runs;
+  for (std::size_t i = 0; i < map.slot_axis.size(); ++i) {
+    const std::size_t a = map.slot_axis[i];
+    if (runs.empty() || runs.back().axis != a) {
+      runs.push_back({i, i + 1, a});
+    } else {
+      runs.back().end = i + 1;
+    }
+  }
+  return [&freqs, positions, tokens, table, axes, gather_table, runs, n](std::int64_t t, float* c,
+                                                                         float* s) {
+    if (axes == 1) {
+      const std::int64_t p = position_at(positions, t);
+      if (table && p >= 0 && p < table->positions()) {
+        const auto cr = table->cos_row(p), sr = table->sin_row(p);
+        std::copy(cr.begin(), cr.end(), c);
+        std::copy(sr.begin(), sr.end(), s);
+      } else {
+        cos_sin_row_f32(freqs, p, {c, n}, {s, n});
+      }
+      return;
+    }
+    std::int64_t ap[kMaxAxes];
+    axis_positions(positions, axes, tokens, t, ap);
+    bool inside = gather_table;
+    for (std::int64_t a = 0; a < axes && inside; ++a)
+      inside = ap[a] >= 0 && ap[a] < table->positions();
+    if (!inside) {
+      cos_sin_row_f32(freqs, std::span<const std::int64_t>(ap, static_cast<std::size_t>(axes)),
+                      {c, n}, {s, n});
+      return;
+    }
+    const float* cr[kMaxAxes];
+    const float* sr[kMaxAxes];
+    for (std::int64_t a = 0; a < axes; ++a) {
+      cr[a] = table->cos_row(ap[a]).data();
+      sr[a] = table->sin_row(ap[a]).data();
+    }
+    for (const Run& r : runs) {
+      std::copy(cr[r.axis] + r.begin, cr[r.axis] + r.end, c + r.begin);
+      std::copy(sr[r.axis] + r.begin, sr[r.axis] + r.end, s + r.begin);
+    }
+  };
+}
+
+}  // namespace detail
 
 int apply_rope(const Frequencies& freqs, const RopeArgs& args) {
   const RopeSpec& spec = freqs.spec;
@@ -222,65 +306,8 @@ int apply_rope(const Frequencies& freqs, const RopeArgs& args) {
   } else if (args.k_out) {
     throw Error("apply_rope: k_out is set but k is not");
   }
-  const CosSinTable* table = args.table;
-  if (table &&
-      (table->pairs() != freqs.pair_count() || table->frequencies().inv_freq != freqs.inv_freq ||
-       table->frequencies().attention_factor != freqs.attention_factor ||
-       table->frequencies().numerics != freqs.numerics)) {
-    throw Error("apply_rope: table was built from other frequencies than the ones given");
-  }
-  const auto n = static_cast<std::size_t>(freqs.pair_count());
-  const std::int64_t axes = axis_count(spec);
-  const AxisMap& map = spec.axis_map;
-  // Multi-axis rows gather slot i from the table row of its axis' position; the hf numerics of a
-  // rule that takes cos over gathered angles has no such row, so it computes them.
-  const bool gather_table = table && !gathers_angles(freqs);
-  // The map as runs of consecutive slots on one axis: a contiguous map gathers in 3 copies.
-  struct Run {
-    std::size_t begin, end, axis;
-  };
-  std::vector<Run> runs;
-  for (std::size_t i = 0; i < map.slot_axis.size(); ++i) {
-    const std::size_t a = map.slot_axis[i];
-    if (runs.empty() || runs.back().axis != a) {
-      runs.push_back({i, i + 1, a});
-    } else {
-      runs.back().end = i + 1;
-    }
-  }
-  RowFn row = [&](std::int64_t t, float* c, float* s) {
-    if (axes == 1) {
-      const std::int64_t p = position_at(args.positions, t);
-      if (table && p >= 0 && p < table->positions()) {
-        const auto cr = table->cos_row(p), sr = table->sin_row(p);
-        std::copy(cr.begin(), cr.end(), c);
-        std::copy(sr.begin(), sr.end(), s);
-      } else {
-        cos_sin_row_f32(freqs, p, {c, n}, {s, n});
-      }
-      return;
-    }
-    std::int64_t ap[kMaxAxes];
-    axis_positions(args.positions, axes, tokens, t, ap);
-    bool inside = gather_table;
-    for (std::int64_t a = 0; a < axes && inside; ++a)
-      inside = ap[a] >= 0 && ap[a] < table->positions();
-    if (!inside) {
-      cos_sin_row_f32(freqs, std::span<const std::int64_t>(ap, static_cast<std::size_t>(axes)),
-                      {c, n}, {s, n});
-      return;
-    }
-    const float* cr[kMaxAxes];
-    const float* sr[kMaxAxes];
-    for (std::int64_t a = 0; a < axes; ++a) {
-      cr[a] = table->cos_row(ap[a]).data();
-      sr[a] = table->sin_row(ap[a]).data();
-    }
-    for (const Run& r : runs) {
-      std::copy(cr[r.axis] + r.begin, cr[r.axis] + r.end, c + r.begin);
-      std::copy(sr[r.axis] + r.begin, sr[r.axis] + r.end, s + r.begin);
-    }
-  };
+  detail::check_rope_table(freqs, args.table, "apply_rope");
+  const RowFn row = detail::cos_sin_rows(freqs, args.positions, tokens, args.table);
   return run(spec, passes, tokens, args.direction, args.threads, row, "apply_rope");
 }
 
@@ -301,7 +328,7 @@ void rerotate_keys(const Frequencies& from, const Frequencies& to, const TensorV
         std::string(axis_rule_name(b.axis_map.rule)) + ")");
   }
   const std::int64_t tokens = token_count(a, positions, k.tokens, "rerotate_keys", "k");
-  check_view(k, "k", tokens, a);
+  detail::check_rope_view(k, "k", tokens, a, "rerotate_keys");
   const std::int64_t axes = axis_count(a);
   const auto n = static_cast<std::size_t>(from.pair_count());
   const double old_af2 = from.attention_factor * from.attention_factor;

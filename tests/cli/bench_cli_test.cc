@@ -37,7 +37,7 @@ TEST(BenchCli, Help) {
 }
 
 TEST(BenchCli, DecodeSmokeJson) {
-  const CliRun r = posenc("bench --filter decode --repetitions 1 --json");
+  const CliRun r = posenc("bench --filter '^llama2-7b-decode' --repetitions 1 --json");
   ASSERT_EQ(r.status, 0) << r.err;
   const nlohmann::json j = nlohmann::json::parse(r.out);
   ASSERT_TRUE(j.is_array());
@@ -47,7 +47,8 @@ TEST(BenchCli, DecodeSmokeJson) {
   for (const auto& rec : j) {
     for (const char* key :
          {"name", "dtype", "threads", "tokens", "heads", "head_dim", "table", "bytes_per_second",
-          "ratio_to_memcpy", "ratio_to_scalar", "seconds_median", "target"}) {
+          "ratio_to_memcpy", "ratio_to_scalar", "ratio_to_stream", "stream_seconds_median",
+          "seconds_median", "target"}) {
       ASSERT_TRUE(rec.contains(key)) << key << " missing in " << rec.dump();
     }
     const std::string name = rec["name"];
@@ -58,8 +59,8 @@ TEST(BenchCli, DecodeSmokeJson) {
     EXPECT_EQ(rec["tokens"], 1);
     EXPECT_EQ(rec["heads"], 32);
     EXPECT_EQ(rec["head_dim"], 128);
-    for (const char* key :
-         {"threads", "bytes_per_second", "ratio_to_memcpy", "ratio_to_scalar", "seconds_median"}) {
+    for (const char* key : {"threads", "bytes_per_second", "ratio_to_memcpy", "ratio_to_scalar",
+                            "ratio_to_stream", "stream_seconds_median", "seconds_median"}) {
       EXPECT_GT(rec[key].get<double>(), 0) << name << " " << key;
     }
     // The kernel's bytes: the tensor read and written once (cases.h).
@@ -72,6 +73,44 @@ TEST(BenchCli, DecodeSmokeJson) {
   // One progress line per case on stderr.
   EXPECT_EQ(static_cast<std::size_t>(std::count(r.err.begin(), r.err.end(), '\n')), j.size())
       << r.err;
+}
+
+// The fused RoPE + KV-cache cases: every decode shape and dtype pair, with the speed-up over
+// rotate-then-copy and the ratios over the bytes of q, k, v and the cache rows written.
+TEST(BenchCli, FusedDecodeSmokeJson) {
+  const CliRun r = posenc("bench --filter '^fused-decode' --repetitions 1 --json");
+  ASSERT_EQ(r.status, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  ASSERT_TRUE(j.is_array());
+  // {decode1, decode64} x {llama2-7b, llama3-8b} x 4 (dtype, cache dtype) x threads 1 and 2.
+  ASSERT_EQ(j.size(), 32u);
+  std::set<std::string> names, cache_dtypes;
+  for (const auto& rec : j) {
+    const std::string name = rec["name"];
+    names.insert(name);
+    EXPECT_TRUE(rec["fused"].get<bool>()) << name;
+    for (const char* key : {"threads", "bytes_per_second", "ratio_to_memcpy", "ratio_to_stream",
+                            "stream_seconds_median", "seconds_median", "separate_seconds_median",
+                            "speedup_over_separate"}) {
+      ASSERT_TRUE(rec.contains(key)) << key << " missing in " << rec.dump();
+      EXPECT_GT(rec[key].get<double>(), 0) << name << " " << key;
+    }
+    EXPECT_TRUE(rec["ratio_to_scalar"].is_null()) << name;
+    EXPECT_EQ(rec["cache_bytes_differing_from_separate"], 0) << name;
+    cache_dtypes.insert(rec["cache_dtype"].get<std::string>());
+    const double tokens = rec["tokens"], heads = rec["heads"], kv = rec["kv_heads"];
+    EXPECT_EQ(kv, name.find("llama3-8b") != std::string::npos ? 8 : 32) << name;
+    EXPECT_EQ(tokens, name.find("decode64") != std::string::npos ? 64 : 1) << name;
+    const double in = rec["dtype"] == "f32" ? 4 : 2;
+    const double cache = rec["cache_dtype"] == "f32" ? 4 : rec["cache_dtype"] == "fp8_e4m3" ? 1 : 2;
+    // q read and written, k and v read, their cache rows written (cases.h).
+    const double bytes = tokens * 128 * (2 * heads * in + 2 * kv * in + 2 * kv * cache);
+    EXPECT_NEAR(rec["bytes_per_second"].get<double>() * rec["seconds_median"].get<double>(), bytes,
+                1e-6 * bytes)
+        << name;
+  }
+  EXPECT_EQ(names.size(), j.size());
+  EXPECT_EQ(cache_dtypes, (std::set<std::string>{"f32", "f16", "bf16", "fp8_e4m3"}));
 }
 
 TEST(BenchCli, OptionErrorsNameTheOptionAndValue) {

@@ -11,6 +11,7 @@
 
 #include <gtest/gtest.h>
 
+#include "posenc/core/error.h"
 #include "posenc/core/frequencies.h"
 #include "posenc/rope/apply.h"
 #include "posenc/rope/targets.h"
@@ -77,6 +78,25 @@ TEST(RerotateKeys, LongropeShortToLong) {
   }
   CheckRerotation(posenc::compute_frequencies(s, posenc::Numerics::kPrecise, 4096),
                   posenc::compute_frequencies(s, posenc::Numerics::kPrecise, 8192), "longrope");
+}
+
+}  // namespace
+
+namespace {
+
+// A bad key view is refused in rerotate_keys' own name (it once said "apply_rope: k: ...").
+TEST(RerotateKeys, ViewErrorsNameRerotateKeys) {
+  const posenc::Frequencies f = posenc::compute_frequencies(Spec(16, 16, 0, Layout::kHalfSplit));
+  std::vector<float> k(3 * 2 * 8);
+  const std::vector<std::int64_t> pos = {0, 1, 2};
+  std::string err;
+  try {
+    posenc::rerotate_keys(f, f, posenc::TensorView::contiguous(k.data(), DType::kF32, 3, 2, 8),
+                          std::span<const std::int64_t>(pos));
+  } catch (const posenc::Error& e) {
+    err = e.what();
+  }
+  EXPECT_EQ(err.rfind("rerotate_keys: k: head_dim (8)", 0), 0u) << err;
 }
 
 }  // namespace

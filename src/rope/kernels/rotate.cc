@@ -15,6 +15,7 @@
 #include <cstring>
 
 #include "rope/kernels/half-inl.h"
+#include "rope/kernels/rotate-inl.h"
 #include "rope/kernels/rotate.h"
 // clang-format on
 
@@ -34,10 +35,10 @@ HWY_INLINE void HalfSplitLanes(Tag tag, D d, const typename Tag::Storage* in,
                                const float* s) {
   const auto a = LoadF32(tag, d, in);
   const auto b = LoadF32(tag, d, in + n);
-  const auto vc = hn::LoadU(d, c);
-  const auto vs = hn::LoadU(d, s);
-  StoreF32(tag, d, hn::MulSub(a, vc, hn::Mul(b, vs)), out);
-  StoreF32(tag, d, hn::MulAdd(b, vc, hn::Mul(a, vs)), out + n);
+  hn::Vec<D> ya, yb;
+  HalfSplitMath(d, a, b, hn::LoadU(d, c), hn::LoadU(d, s), ya, yb);
+  StoreF32(tag, d, ya, out);
+  StoreF32(tag, d, yb, out + n);
 }
 
 template <class Tag>
@@ -57,7 +58,7 @@ HWY_INLINE void RotateHalfSplit(Tag tag, const typename Tag::Storage* in,
 template <class Tag, class D>
 HWY_INLINE void InterleavedLanes(Tag tag, D d, hn::Vec<D> x, hn::Vec<D> partner,
                                  typename Tag::Storage* out, const float* c2, const float* s2) {
-  StoreF32(tag, d, hn::MulAdd(x, hn::LoadU(d, c2), hn::Mul(partner, hn::LoadU(d, s2))), out);
+  StoreF32(tag, d, InterleavedMath(d, x, partner, hn::LoadU(d, c2), hn::LoadU(d, s2)), out);
 }
 
 template <class Tag>

@@ -1,0 +1,39 @@
+// src/rope/kernels/rotate-inl.h: the rotation arithmetic of one vector of pairs, shared by
+// apply_rope's kernel (rotate.cc) and the fused KV-cache kernel (kv_cache_kernel.cc) so that both
+// produce the same bits (internal). Included once per target after foreach_target.h.
+
+// Per-target include guard: re-entered once for each HWY_TARGET_TOGGLE.
+#if defined(POSENC_KERNELS_ROTATE_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef POSENC_KERNELS_ROTATE_INL_H_
+#undef POSENC_KERNELS_ROTATE_INL_H_
+#else
+#define POSENC_KERNELS_ROTATE_INL_H_
+#endif
+
+#include <hwy/highway.h>
+
+HWY_BEFORE_NAMESPACE();
+namespace posenc::detail {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+// Half-split: y_a = a c - b s, y_b = b c + a s.
+template <class D>
+HWY_INLINE void HalfSplitMath(D, hn::Vec<D> a, hn::Vec<D> b, hn::Vec<D> vc, hn::Vec<D> vs,
+                              hn::Vec<D>& ya, hn::Vec<D>& yb) {
+  ya = hn::MulSub(a, vc, hn::Mul(b, vs));
+  yb = hn::MulAdd(b, vc, hn::Mul(a, vs));
+}
+
+// Interleaved, lane by lane: y = x c2 + partner(x) s2 (partner: the other dim of the pair).
+template <class D>
+HWY_INLINE hn::Vec<D> InterleavedMath(D, hn::Vec<D> x, hn::Vec<D> partner, hn::Vec<D> c2,
+                                      hn::Vec<D> s2) {
+  return hn::MulAdd(x, c2, hn::Mul(partner, s2));
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace posenc::detail
+HWY_AFTER_NAMESPACE();
+
+#endif  // POSENC_KERNELS_ROTATE_INL_H_

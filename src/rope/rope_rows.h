@@ -1,0 +1,57 @@
+// src/rope/rope_rows.h: what apply_rope and rope_append_kv_cache share (internal): argument checks
+// of views, positions and tables, the per-token cos/sin rows, and the row the kernels take.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "posenc/core/frequencies.h"
+#include "posenc/core/spec.h"
+#include "posenc/rope/table.h"
+#include "posenc/rope/tensor.h"
+
+namespace posenc::detail {
+
+// The cos/sin row of token t (n = pair_count values each).
+using RowFn = std::function<void(std::int64_t token, float* c, float* s)>;
+
+// `who: name: ...` errors when v does not fit `tokens` and the spec, or its strides overlap.
+void check_rope_view(const TensorView& v, const std::string& name, std::int64_t tokens,
+                     const RopeSpec& spec, const std::string& who);
+
+// Tokens of a call: one position per token for one axis; [axes, tokens] for a multi-axis spec,
+// whose token count comes from the tensor (`view_tokens`, the view named `view`).
+std::int64_t rope_token_count(const RopeSpec& spec, const Positions& positions,
+                              std::int64_t view_tokens, const std::string& who,
+                              const std::string& view);
+
+// Throws when `table` (if any) was built from other frequencies.
+void check_rope_table(const Frequencies& freqs, const CosSinTable* table, const std::string& who);
+
+// Rows from the table where every position of the token is inside it, else computed on the fly
+// (the multi-axis gather of apply.h). Keeps references to freqs and table, copies the rest.
+RowFn cos_sin_rows(const Frequencies& freqs, const Positions& positions, std::int64_t tokens,
+                   const CosSinTable* table);
+
+// The row in the kernels' form (rope/kernels/rotate.h): half-split uses (c, s) with s negated for
+// the inverse; interleaved expands into c2, s2 (2n each). Returns the pointers to hand over.
+inline std::pair<const float*, const float*> kernel_row(Layout layout, float sign, std::int64_t n,
+                                                        float* c, float* s, float* c2, float* s2) {
+  if (layout == Layout::kInterleaved) {
+    for (std::int64_t i = 0; i < n; ++i) {
+      c2[2 * i] = c2[2 * i + 1] = c[i];
+      s2[2 * i] = -sign * s[i];
+      s2[2 * i + 1] = sign * s[i];
+    }
+    return {c2, s2};
+  }
+  if (sign < 0) {
+    for (std::int64_t i = 0; i < n; ++i) s[i] = -s[i];
+  }
+  return {c, s};
+}
+
+}  // namespace posenc::detail
