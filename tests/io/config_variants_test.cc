@@ -416,6 +416,20 @@ TEST(DualChunk, BadArgumentsAreRefusedNamingTheValue) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// M-RoPE keys as they ship: the legacy "type": "mrope" inside a v5 rope_parameters too (the
+// rope_scaling form is ConfigMrope.Qwen2VlLegacyMropeType).
+
+TEST(ConfigVariants, LegacyMropeTypeInsideRopeParameters) {
+  const ModelConfig c = parse_hf_config(R"({"model_type": "qwen2_vl", "hidden_size": 3584,
+      "num_attention_heads": 28, "rope_parameters": {"type": "mrope",
+      "mrope_section": [16, 24, 24], "rope_theta": 1000000.0}})");
+  EXPECT_THAT(c.warnings, ElementsAre());
+  EXPECT_EQ(c.spec.method, Method::kNone);
+  EXPECT_EQ(c.spec.rope_theta, 1e6);
+  EXPECT_EQ(c.spec.axis_map, mrope_sections(std::vector<std::int64_t>{16, 24, 24}));
+}
+
+// ---------------------------------------------------------------------------------------------
 // layer_spec
 
 TEST(LayerSpec, OutOfRangeIsRefusedNamingTheCount) {
