@@ -12,6 +12,7 @@
 #include "model_source.h"
 #include "options.h"
 #include "posenc/analysis/pairs.h"
+#include "posenc/core/dual_chunk.h"
 #include "posenc/core/error.h"
 #include "posenc/core/frequencies.h"
 #include "posenc/io/config.h"
@@ -22,21 +23,77 @@ namespace {
 
 struct InspectOptions {
   ModelSourceOptions model;
+  std::optional<std::int64_t> dca_position;
   std::string numerics = "precise";
   std::int64_t seq_len = 0;
   bool json = false;
   CLI::Option* seq_len_option = nullptr;
 };
 
+// One line per group of layers: which layers rotate, with which RoPE, and which do not.
+void print_layers(const ModelConfig& config) {
+  const std::vector<LayerGroup> groups = layer_groups(config);
+  if (groups.empty()) return;
+  fmt::print("layers                    {}   (one layer's RoPE: --layer N)\n", layer_count(config));
+  for (const LayerGroup& g : groups) {
+    std::string what = "no RoPE (NoPE)";
+    if (g.rope) {
+      const RopeSpec s = *layer_spec(config, g.layers.front());
+      what = fmt::format("RoPE {} theta {}{}", method_name(s), s.rope_theta,
+                         s.method == Method::kNone ? "" : fmt::format(" factor {}", s.factor));
+    }
+    fmt::print("  {:<22}  {:>3} layers, {}: {}\n", g.type.empty() ? "(untyped)" : g.type,
+               g.layers.size(), what, layer_ranges(g.layers));
+  }
+}
+
+void print_attention_notes(const ModelConfig& config) {
+  const AttentionNotes& a = config.attention;
+  if (a.attention_chunk_size > 0) {
+    fmt::print("chunked attention         {} tokens per chunk on the RoPE layers\n",
+               a.attention_chunk_size);
+  }
+  if (a.attn_temperature_tuning) {
+    fmt::print(
+        "attention temperature     NoPE layers scale queries by log1p(floor((pos + 1) / {})) * {} "
+        "+ 1\n",
+        a.floor_scale, a.attn_scale);
+  }
+}
+
+void print_dual_chunk(const ModelConfig& config, const std::optional<std::int64_t>& position) {
+  if (!config.dual_chunk) return;
+  const DualChunkConfig& d = *config.dual_chunk;
+  fmt::print("dual chunk attention      chunk_size {}, local_size {}, chunk_len {}{}\n",
+             d.chunk_size, d.local_size, d.chunk_size - d.local_size,
+             position ? "" : "   (a token's rotation positions: --dca-position P)");
+  if (!position) return;
+  const DualChunkPositions p = dual_chunk_positions(d.chunk_size, d.local_size, *position);
+  fmt::print(
+      "  position {}: key {}; query intra {}, successive {}, inter {}, succ_critical {}, "
+      "inter_critical {}\n",
+      *position, p.key, p.intra, p.successive, p.inter, p.succ_critical, p.inter_critical);
+}
+
 std::string opt(const std::optional<double>& v, const char* format) {
   return v ? fmt::format(fmt::runtime(format), *v) : std::string("-");
 }
 
+std::string layer_title(const ModelConfig& config, const std::optional<std::int64_t>& layer) {
+  if (!layer) return "";
+  const auto n = static_cast<std::size_t>(*layer);
+  const std::string type = n < config.layers.size() ? config.layers[n].type : "";
+  return fmt::format(", layer {}{}", *layer, type.empty() ? "" : " " + type);
+}
+
 void print_table(const ModelConfig& config, const RopeSpec& spec, const Frequencies& f,
-                 const std::vector<std::string>& warnings, double context) {
-  fmt::print("{}  ({}{})\n", config.source,
+                 const std::vector<std::string>& warnings, double context,
+                 const std::optional<std::int64_t>& layer,
+                 const std::optional<std::int64_t>& dca_position) {
+  fmt::print("{}  ({}{}{})\n", config.source,
              config.model_type.empty() ? "unknown model_type" : config.model_type,
-             spec.method == Method::kNone ? "" : ", " + method_name(spec));
+             spec.method == Method::kNone ? "" : ", " + method_name(spec),
+             layer_title(config, layer));
   fmt::print(
       "rope_type {}  head_dim {}  rotary_dim {} ({}{})  rope_theta {}  factor {}  numerics {}{}\n",
       method_name(spec), spec.head_dim, spec.rotary_dim, layout_name(spec.layout),
@@ -108,6 +165,9 @@ void print_table(const ModelConfig& config, const RopeSpec& spec, const Frequenc
       names += (names.empty() ? "" : ", ") + name;
     fmt::print("layer types               {}   (choose with --layer-type)\n", names);
   }
+  print_layers(config);
+  print_attention_notes(config);
+  print_dual_chunk(config, dca_position);
   fmt::print("\nwarnings: {}\n", warnings.empty() ? "none" : "");
   for (const auto& w : warnings) fmt::print("  - {}\n", w);
 }
@@ -124,14 +184,29 @@ void run_inspect(const InspectOptions& o) {
         o.seq_len, method_name(spec), config.source,
         methods_with(&MethodInfo::depends_on_seq_len)));
   }
+  if (o.dca_position && !config.dual_chunk) {
+    throw Error(fmt::format(
+        "--dca-position ({}) needs a model with dual_chunk_attention_config; {} has none",
+        *o.dca_position, config.source));
+  }
+  const bool nope = o.model.layer && !layer_spec(config, *o.model.layer);
   if (o.json) {
-    std::cout << inspect_json(config, numerics, o.seq_len) << "\n";
+    std::cout << inspect_json(config, numerics, o.seq_len, o.model.layer, o.dca_position) << "\n";
+    return;
+  }
+  if (nope) {
+    fmt::print("{}  ({}{})\n\nlayer {} has no RoPE (NoPE): its queries and keys are not rotated\n",
+               config.source, config.model_type, layer_title(config, o.model.layer),
+               *o.model.layer);
+    print_attention_notes(config);
+    fmt::print("\nwarnings: {}\n", config.warnings.empty() ? "none" : "");
+    for (const auto& w : config.warnings) fmt::print("  - {}\n", w);
     return;
   }
   const Frequencies f = compute_frequencies(spec, numerics, o.seq_len);
   // r = L / wavelength is counted over the original context, or the only context the model has.
   const double context = static_cast<double>(context_lengths(spec).original);
-  print_table(config, spec, f, config.warnings, context);
+  print_table(config, spec, f, config.warnings, context, o.model.layer, o.dca_position);
 }
 
 }  // namespace
@@ -155,6 +230,11 @@ void add_inspect(CLI::App& app) {
           "Sequence length (largest position + 1) for the methods that depend on it (dynamic, "
           "dynamic-yarn, longrope); 0 = at initialisation")
           ->capture_default_str();
+  add_layer_option(cmd, opts->model);
+  add_integer(cmd, "--dca-position", opts->dca_position, std::int64_t{0},
+              std::numeric_limits<std::int64_t>::max(),
+              "Dual chunk attention (Qwen2.5-1M): the key and five query rotation positions of "
+              "the token at position P");
   cmd->add_flag("--json", opts->json, "Print one JSON object instead of the table");
   cmd->callback([opts] { run_inspect(*opts); });
 }

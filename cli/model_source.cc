@@ -77,6 +77,13 @@ void add_model_source_options(CLI::App* cmd, ModelSourceOptions& options) {
   add_extension_options(cmd, options.extend);
 }
 
+void add_layer_option(CLI::App* cmd, ModelSourceOptions& options) {
+  add_integer(cmd, "--layer", options.layer, std::int64_t{0},
+              std::numeric_limits<std::int64_t>::max(),
+              "The RoPE of decoder layer N (0-based): per-layer models (Gemma 2/3, Llama 4, v5 "
+              "layer_types); a layer without RoPE says so");
+}
+
 ModelConfig load_model_source(const ModelSourceOptions& o) {
   if (o.path.empty() == o.preset.empty()) {
     throw Error(o.path.empty()
@@ -86,6 +93,24 @@ ModelConfig load_model_source(const ModelSourceOptions& o) {
   }
   ModelConfig config = o.path.empty() ? load_preset(o.preset) : load_model(o.path);
   select_layer_type(config, o.layer_type, "--layer-type");
+  if (o.layer) {
+    if (!o.layer_type.empty()) {
+      throw Error("--layer (" + std::to_string(*o.layer) + ") and --layer-type (\"" + o.layer_type +
+                  "\") both choose a layer; give one");
+    }
+    std::optional<RopeSpec> spec;
+    try {
+      spec = layer_spec(config, *o.layer);
+    } catch (const Error& e) {
+      throw Error(std::string("--layer: ") + e.what());
+    }
+    if (spec) {
+      config.spec = *spec;
+    } else if (!o.extend.empty()) {
+      throw Error("--layer (" + std::to_string(*o.layer) + ") of " + config.source +
+                  " has no RoPE (NoPE): there is nothing for the scaling flags to extend");
+    }
+  }
   if (!o.extend.empty()) {
     std::vector<std::string> warnings;
     config.spec = extend_spec(config.spec, o.extend, &warnings);

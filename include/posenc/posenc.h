@@ -21,6 +21,7 @@
 #include "posenc/analysis/verify.h"
 #include "posenc/core/cos_sin.h"
 #include "posenc/core/defaults.h"
+#include "posenc/core/dual_chunk.h"
 #include "posenc/core/error.h"
 #include "posenc/core/frequencies.h"
 #include "posenc/core/ggml.h"

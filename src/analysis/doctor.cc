@@ -14,6 +14,7 @@
 #include "core/max_nan.h"
 #include "posenc/analysis/engines.h"
 #include "posenc/core/cos_sin.h"
+#include "posenc/core/error.h"
 #include "posenc/core/frequencies.h"
 #include "rope/kernels/half.h"
 #include "util/format.h"
@@ -439,6 +440,105 @@ void engine_unsupported(const Comparison& cmp, std::vector<Finding>& out) {
   }
 }
 
+// ---------------------------------------------------------------------------------------------
+// Per-layer and pair-layout variants (issue 12 item 6: Llama 4, Gemma 3, llama3 low == high)
+
+void llama4_pair_layout(const ModelConfig& c, std::vector<Finding>& out) {
+  const RopeSpec& s = c.spec;
+  if (!c.model_type.starts_with("llama4") || s.layout != Layout::kInterleaved) return;
+  const std::int64_t n = s.rotary_dim / 2;
+  out.push_back(make(
+      "llama4-pair-layout", "info",
+      "Llama 4 rotates adjacent pairs in transformers, halves in vLLM and SGLang",
+      "transformers' Llama4TextRotaryEmbedding multiplies (q[2i], q[2i + 1]) as complex numbers, "
+      "i < " +
+          std::to_string(n) + " of head_dim " + std::to_string(s.head_dim) +
+          "; vLLM and SGLang permute the q/k projection weights at load "
+          "(permute_qk_weight_for_rotary: w.view(heads, " +
+          std::to_string(n) + ", 2, in).transpose(1, 2)) and rotate (q[i], q[i + " +
+          std::to_string(n) +
+          "]). The attention scores are the same; the raw q/k tensors are not: transformers' dim "
+          "2i is vLLM's dim i, and 2i + 1 is i + " +
+          std::to_string(n) + ".",
+      "Compare q/k between these engines only after permuting one side (posenc apply --layout "
+      "interleaved reproduces transformers, --layout half-split vLLM's permuted weights)."));
+}
+
+void gemma3_sliding_layers(const ModelConfig& c, std::vector<Finding>& out) {
+  const auto sliding = c.layer_specs.find("sliding_attention");
+  const auto full = c.layer_specs.find("full_attention");
+  if (sliding == c.layer_specs.end() || full == c.layer_specs.end()) return;
+  const RopeSpec& global = full->second;
+  if (global.method == Method::kNone || sliding->second.method != Method::kNone) return;
+  // vLLM #29111: the global layers' scaling applied to the sliding ones as well.
+  RopeSpec wrong = sliding->second;
+  wrong.method = global.method;
+  wrong.factor = global.factor;
+  wrong.original_max_position_embeddings = global.original_max_position_embeddings;
+  wrong.yarn = global.yarn;
+  wrong.llama3 = global.llama3;
+  wrong.longrope = global.longrope;
+  try {
+    validate(wrong);
+  } catch (const Error&) {
+    return;  // the global method does not fit the sliding layers' dims: nothing to measure
+  }
+  const Frequencies right_f = compute_frequencies(sliding->second, Numerics::kPrecise);
+  const Frequencies wrong_f = compute_frequencies(wrong, Numerics::kPrecise);
+  const std::int64_t context = std::max<std::int64_t>(context_lengths(global).extended, 1);
+  const double at_context = max_angle_difference(right_f, wrong_f, context - 1);
+  std::size_t sliding_layers = 0;
+  for (const LayerRope& l : c.layers) sliding_layers += l.type == "sliding_attention" ? 1 : 0;
+  char angle[32];
+  std::snprintf(angle, sizeof angle, "%.3f", at_context);
+  out.push_back(make(
+      "gemma3-sliding-layers", "info",
+      "the sliding-window layers use base " + detail::shortest(sliding->second.rope_theta) +
+          " without " + method_name(global) + " x" + detail::shortest(global.factor),
+      "Only the full-attention layers are scaled (" + method_name(global) + " x" +
+          detail::shortest(global.factor) + ", base " + detail::shortest(global.rope_theta) +
+          "); the " + (sliding_layers ? std::to_string(sliding_layers) + " " : std::string()) +
+          "sliding-window layers run default RoPE at base " +
+          detail::shortest(sliding->second.rope_theta) +
+          " (llama.cpp: rope_freq_scale_train_swa). vLLM #28542 applied the scaling to every "
+          "layer after the move to rope_parameters (#29111 fixed it): the sliding layers' angles "
+          "at position " +
+          std::to_string(context - 1) + " are then off by up to " + angle +
+          " rad, which broke Gemma 3's perplexity.",
+      "Check that the engine builds two rotary embeddings (local: rope_local_base_freq, no "
+      "scaling); posenc inspect --layer-type sliding_attention shows the local one."));
+}
+
+void llama3_equal_freq_factors(const ModelConfig& c, std::vector<Finding>& out) {
+  const RopeSpec& s = c.spec;
+  if (s.method != Method::kLlama3 || s.llama3.low_freq_factor != s.llama3.high_freq_factor) return;
+  const Frequencies f = compute_frequencies(s, Numerics::kPrecise);
+  std::size_t divided = 0;
+  for (std::size_t i = 0; i < f.inv_freq.size(); ++i) {
+    divided += f.inv_freq[i] < f.unscaled_inv_freq[i] ? 1 : 0;
+  }
+  const std::string lf = detail::shortest(s.llama3.low_freq_factor);
+  const std::string L = std::to_string(s.original_max_position_embeddings);
+  out.push_back(make(
+      "llama3-equal-freq-factors", "info",
+      "llama3 scaling with low_freq_factor == high_freq_factor (" + lf + "): no smooth band",
+      "The smooth term (L / wavelength - " + lf +
+          ") / (high_freq_factor - low_freq_factor) "
+          "divides by zero. transformers computes it for every pair and torch.where discards it "
+          "(NaN only for a wavelength of exactly L / " +
+          lf +
+          "); vLLM guards it (smooth = 0); "
+          "convert_hf_to_gguf.py reaches the division only for that exact wavelength; FlashInfer's "
+          "apply_llama31_rope computes 1 / (hi - lo) for every pair (a NaN hazard found by "
+          "reading, "
+          "not run). For this model " +
+          std::to_string(divided) + " of " + std::to_string(f.inv_freq.size()) +
+          " pairs (wavelength above " + L + " / " + lf + ") are divided by " +
+          detail::shortest(s.factor) + " and the rest kept.",
+      "Nothing to change in the config; an engine or kernel of your own must guard high == low "
+      "(posenc does, as vLLM)."));
+}
+
 }  // namespace
 
 std::vector<Finding> diagnose(const ModelConfig& config) {
@@ -455,6 +555,9 @@ std::vector<Finding> diagnose(const ModelConfig& config) {
   longrope_switch(config, out);
   half_precision_table(config, out);
   engine_unsupported(cmp, out);
+  llama4_pair_layout(config, out);
+  gemma3_sliding_layers(config, out);
+  llama3_equal_freq_factors(config, out);
   return out;
 }
 

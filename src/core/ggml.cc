@@ -90,8 +90,11 @@ std::vector<float> llama3_rope_freqs(const RopeSpec& spec) {
     } else if (wavelen > static_cast<float>(low_wavelen)) {
       f = static_cast<float>(spec.factor);
     } else {
-      const float smooth = (1.0f / wavelen * static_cast<float>(L) - static_cast<float>(lf)) /
-                           static_cast<float>(hf - lf);
+      // hf == lf: only wavelen == L lands here; convert_hf_to_gguf.py would divide 0 by 0.
+      const float smooth = hf == lf
+                               ? 0.0f
+                               : (1.0f / wavelen * static_cast<float>(L) - static_cast<float>(lf)) /
+                                     static_cast<float>(hf - lf);
       f = 1.0f / ((1.0f - smooth) / static_cast<float>(spec.factor) + smooth);
     }
     factors[static_cast<std::size_t>(i)] = f;

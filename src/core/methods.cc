@@ -276,8 +276,11 @@ MethodResult llama3(const RopeSpec& spec, std::int64_t) {
     const T w = unscaled[i];
     const T wavelen = T(1) / w * static_cast<T>(kTwoPi);  // 2*math.pi / inv_freq
     const T banded = wavelen > low_freq_wavelen ? w / s : w;
-    const T smooth =
-        (T(1) / wavelen * static_cast<T>(L) - static_cast<T>(lf)) / static_cast<T>(hf - lf);
+    // hf == lf (Llama 4 Scout): the band holds only wavelen == L, where transformers' 0/0 would
+    // be NaN; vLLM's guard (smooth = 0) is taken there, and every other pair is banded anyway.
+    const T smooth = hf == lf ? T(0)
+                              : (T(1) / wavelen * static_cast<T>(L) - static_cast<T>(lf)) /
+                                    static_cast<T>(hf - lf);
     const T smoothed = (T(1) - smooth) * banded / s + smooth * banded;
     const bool medium = !(wavelen < high_freq_wavelen) && !(wavelen > low_freq_wavelen);
     inv[i] = medium ? smoothed : banded;

@@ -293,9 +293,20 @@ void check_llama3(const RopeSpec& s, Checker& c) {
   c.positive("high_freq_factor", s.llama3.high_freq_factor);
   c.float32_positive("low_freq_factor", s.llama3.low_freq_factor);
   c.float32_positive("high_freq_factor", s.llama3.high_freq_factor);
-  if (!(s.llama3.high_freq_factor > s.llama3.low_freq_factor)) {
+  if (s.llama3.high_freq_factor < s.llama3.low_freq_factor) {
     c.fail("high_freq_factor (" + num(s.llama3.high_freq_factor) +
-           ") must be greater than low_freq_factor (" + num(s.llama3.low_freq_factor) + ")");
+           ") must be greater than or equal to low_freq_factor (" + num(s.llama3.low_freq_factor) +
+           ")");
+  }
+  // Llama 4 Scout ships low == high: the smooth band shrinks to the one wavelength L, and the
+  // smooth term (L/lambda - lf) / (hf - lf) divides by zero (frequencies keep transformers'
+  // torch.where result: the band is empty, no NaN).
+  if (s.llama3.high_freq_factor == s.llama3.low_freq_factor) {
+    c.warn("high_freq_factor (" + num(s.llama3.high_freq_factor) + ") equals low_freq_factor (" +
+           num(s.llama3.low_freq_factor) +
+           "): there is no smooth band, pairs with a wavelength "
+           "above original_max_position_embeddings / low_freq_factor are divided by factor and "
+           "the others kept (transformers warns that high_freq_factor should be greater)");
   }
   if (s.max_position_embeddings > 0 &&
       s.original_max_position_embeddings >= s.max_position_embeddings) {
@@ -314,8 +325,16 @@ void check_longrope(const RopeSpec& s, Checker& c) {
   for (auto [field, list] : {std::pair{"short_factor", &s.longrope.short_factor},
                              std::pair{"long_factor", &s.longrope.long_factor}}) {
     if (list->size() != n) {
+      // Phi-4-mini (rotary_dim 96 of head_dim 128): lists of head_dim / 2 entries are the MLC and
+      // TVM mistake.
+      const bool head_sized =
+          s.rotary_dim < s.head_dim && list->size() == static_cast<std::size_t>(s.head_dim / 2);
       c.fail(std::string(field) + " has " + std::to_string(list->size()) +
-             " entries; expected rotary_dim / 2 = " + std::to_string(n));
+             " entries; expected rotary_dim / 2 = " + std::to_string(n) +
+             (head_sized ? " (that is head_dim / 2 = " + std::to_string(s.head_dim / 2) +
+                               "; the factors cover the rotated dims only, rotary_dim " +
+                               std::to_string(s.rotary_dim) + ")"
+                         : ""));
     }
     for (std::size_t i = 0; i < list->size(); ++i) {
       const std::string name = std::string(field) + "[" + std::to_string(i) + "]";

@@ -60,7 +60,7 @@ constexpr FamilyInfo kFamilies[] = {
     {"glm4v_text", Family::kPartial, 0.5, "Glm4vTextConfig"},
     {"glm4v_moe", Family::kPartial, 0.5, "Glm4vMoeConfig"},
     {"glm4v_moe_text", Family::kPartial, 0.5, "Glm4vMoeTextConfig"},
-    {"chatglm", Family::kPartial, 1.0, "ChatGLMConfig"},
+    {"chatglm", Family::kChatglm, 1.0, "ChatGLMConfig"},
     {"nemotron", Family::kPartial, 0.5, "NemotronConfig"},
     {"qwen3_next", Family::kPartial, 0.25, "Qwen3NextConfig"},
     {"gpt_neox", Family::kGptNeox, 0.25, "GPTNeoXConfig"},
@@ -72,6 +72,26 @@ constexpr FamilyInfo kFamilies[] = {
 };
 
 constexpr FamilyInfo kLlamaLike = {"", Family::kLlama, 1.0, ""};
+
+// Families whose transformers class rotates adjacent pairs (2i, 2i + 1) of the rotated dims:
+// GlmAttention and Glm4Attention (rotate_half on x[..., 0::2] / x[..., 1::2], cos and sin
+// repeat_interleave'd), Llama 4 (complex multiply, Llama4TextRotaryEmbedding), Cohere and
+// Cohere2 (Command R: modeling_cohere.py's own rotate_half on x[..., ::2], x[..., 1::2]; vLLM's
+// commandr is_neox_style=False). Glm4Moe is not among them: it takes gpt_neox's
+// apply_rotary_pos_emb (halves).
+bool adjacent_pairs(std::string_view model_type) {
+  return model_type == "glm" || model_type == "glm4" || model_type == "llama4_text" ||
+         model_type == "llama4" || model_type == "cohere" || model_type == "cohere2";
+}
+
+bool is_gemma3(std::string_view model_type) { return model_type.rfind("gemma3", 0) == 0; }
+bool is_llama4(std::string_view model_type) { return model_type.rfind("llama4", 0) == 0; }
+
+// Gemma3TextConfig: `sliding_window_pattern=6`, `rope_local_base_freq=10_000.0`; Llama4TextConfig:
+// `no_rope_layer_interval=4`.
+constexpr std::int64_t kGemma3SlidingPattern = 6;
+constexpr double kGemma3LocalBase = 10000.0;
+constexpr std::int64_t kLlama4NoRopeInterval = 4;
 
 // GPTJConfig and CodeGenConfig: `rotary_dim=64`.
 constexpr std::int64_t kGptjDefaultRotaryDim = 64;
@@ -134,6 +154,17 @@ class ConfigParser {
     sh_.family = family.family;
     read_dims(family);
     read_rope(out);
+    read_layers(out);
+    if (out.num_hidden_layers == 0) {
+      // Only a layer count for layer_spec()'s range check: the key stays among ignored_keys, as
+      // it changes no RoPE here.
+      const auto n = top_.object().find("num_hidden_layers");
+      if (n != top_.object().end() && n->is_number_unsigned() && n->get<std::uint64_t>() > 0 &&
+          n->get<std::uint64_t>() < (std::uint64_t{1} << 32)) {
+        out.num_hidden_layers = n->get<std::int64_t>();
+      }
+    }
+    read_dual_chunk(out);
     report_unread(top_, out, nested ? "text_config." : "");
     if (nested) {
       for (auto it = outer_.object().begin(); it != outer_.object().end(); ++it) {
@@ -180,6 +211,9 @@ class ConfigParser {
       sh_.fixed_rotary_key = "qk_rope_head_dim";
       b.layout = top_.boolean("rope_interleave").value_or(true) ? Layout::kInterleaved
                                                                 : Layout::kHalfSplit;
+    } else if (sh_.family == Family::kChatglm) {
+      read_chatglm_dims();
+      return;
     } else {
       const bool gptj = sh_.family == Family::kGptj;
       // GPTJConfig.attribute_map: hidden_size -> n_embd, num_attention_heads -> n_head.
@@ -196,6 +230,7 @@ class ConfigParser {
         }
         b.head_dim = h / n;
       }
+      if (adjacent_pairs(sh_.model_type)) b.layout = Layout::kInterleaved;
       if (gptj) {
         b.layout = Layout::kInterleaved;  // rotate_every_two
         sh_.fixed_rotary_key = "rotary_dim";
@@ -239,6 +274,54 @@ class ConfigParser {
       ctx_.warn("partial_rotary_factor is not set: " + std::string(family.config_class) +
                 "'s default " + num(family.default_prf) + " is used");
     }
+  }
+
+  // THUDM's modeling_chatglm.py (ChatGLM2/3, GLM-4 before transformers' Glm): head_dim =
+  // kv_channels, RotaryEmbedding(head_dim // 2) on the first half of the head with base
+  // 10000 * rope_ratio, adjacent pairs (x.reshape(..., rot_dim // 2, 2)), seq_length positions.
+  // original_rope only picks between two equal ways of building the cache there; vLLM reads
+  // original_rope = false as NeoX halves (is_neox_style = not original_rope), as CogAgent needs.
+  void read_chatglm_dims() {
+    RopeSpec& b = sh_.base;
+    if (auto kv = top_.integer("kv_channels")) {
+      b.head_dim = *kv;
+    } else {
+      const std::int64_t h = top_.required_integer("hidden_size", "when kv_channels is not set");
+      const std::int64_t n =
+          top_.required_integer("num_attention_heads", "when kv_channels is not set");
+      if (h % n != 0) {
+        ctx_.fail("hidden_size (" + std::to_string(h) +
+                  ") must be divisible by num_attention_heads (" + std::to_string(n) +
+                  ") to give kv_channels");
+      }
+      b.head_dim = h / n;
+    }
+    if (b.head_dim % 4 != 0) {
+      ctx_.fail("kv_channels (" + std::to_string(b.head_dim) +
+                ") must be a multiple of 4: ChatGLM rotates its first half in pairs");
+    }
+    sh_.fixed_rotary_dim = b.head_dim / 2;
+    sh_.fixed_rotary_key = "kv_channels / 2";
+    const bool original = top_.boolean("original_rope").value_or(true);
+    b.layout = original ? Layout::kInterleaved : Layout::kHalfSplit;
+    if (!original) {
+      ctx_.warn(
+          "original_rope (false): rotated as halves (i, i + n), as vLLM does (is_neox_style = not "
+          "original_rope); THUDM's modeling_chatglm.py rotates adjacent pairs either way");
+    }
+    const double ratio = top_.number("rope_ratio").value_or(1.0);
+    if (!(std::isfinite(ratio) && ratio > 0)) {
+      top_.fail("rope_ratio", top_.object().at("rope_ratio"), "must be a number greater than 0");
+    }
+    b.rope_theta = kDefaultRopeTheta * ratio;
+    if (auto theta = top_.number("rope_theta")) {
+      ctx_.warn("rope_theta (" + num(*theta) +
+                ") is not read by ChatGLMConfig: the base is 10000 "
+                "* rope_ratio = " +
+                num(b.rope_theta));
+    }
+    b.max_position_embeddings =
+        top_.integer("seq_length").value_or(top_.integer("max_position_embeddings").value_or(0));
   }
 
   // `key`, else `alias`; warns when both are set and differ.
@@ -342,6 +425,173 @@ class ConfigParser {
     }
   }
 
+  // The layer index -> RoPE map (config.h LayerRope) of the families that vary RoPE by layer,
+  // and of any config with layer_types.
+  void read_layers(ModelConfig& out) {
+    const std::string& type = sh_.model_type;
+    const bool gemma3 = is_gemma3(type);
+    const bool llama4 = is_llama4(type);
+    const bool gemma2 = type.rfind("gemma2", 0) == 0;
+    const json* types_value =
+        top_.object().contains("layer_types") ? &top_.object().at("layer_types") : nullptr;
+    if (!gemma3 && !llama4 && !gemma2 && (!types_value || types_value->is_null())) return;
+    const auto layers = top_.integer("num_hidden_layers");
+    out.num_hidden_layers = layers.value_or(0);
+    if (gemma3) read_gemma3_local(out);
+    if (llama4) {
+      read_llama4_layers(out, layers);
+      return;
+    }
+    std::vector<std::string> types = layer_type_list();
+    if (types.empty() && layers) {
+      // Gemma2Config / Gemma3TextConfig before layer_types: sliding layers by pattern.
+      const std::int64_t pattern =
+          gemma3 ? top_.integer("sliding_window_pattern").value_or(kGemma3SlidingPattern) : 2;
+      for (std::int64_t i = 0; i < *layers; ++i) {
+        types.push_back((i + 1) % pattern != 0 ? "sliding_attention" : "full_attention");
+      }
+    } else if (gemma3) {
+      top_.integer("sliding_window_pattern");  // layer_types says it
+    }
+    if (layers && !types.empty() && static_cast<std::int64_t>(types.size()) != *layers) {
+      ctx_.warn("layer_types has " + std::to_string(types.size()) +
+                " entries but num_hidden_layers is " + std::to_string(*layers) +
+                "; the layer map follows layer_types");
+    }
+    const json* params =
+        top_.object().contains("rope_parameters") ? &top_.object().at("rope_parameters") : nullptr;
+    for (const std::string& t : types) {
+      // A v5 layer type whose rope_parameters entry is null rotates nothing.
+      const bool null_rope = !out.layer_specs.count(t) && params && params->is_object() &&
+                             params->contains(t) && params->at(t).is_null();
+      out.layers.push_back(LayerRope{t, !null_rope});
+    }
+  }
+
+  std::vector<std::string> layer_type_list() {
+    std::vector<std::string> types;
+    const json* v = top_.get("layer_types");
+    if (!v) return types;
+    if (!v->is_array()) top_.fail("layer_types", *v, "must be a list of strings");
+    for (std::size_t i = 0; i < v->size(); ++i) {
+      if (!(*v)[i].is_string())
+        top_.fail("layer_types[" + std::to_string(i) + "]", (*v)[i], "must be a string");
+      types.push_back((*v)[i].get<std::string>());
+    }
+    return types;
+  }
+
+  // Gemma 3 as transformers v4 saves it: rope_theta and rope_scaling for the global layers,
+  // rope_local_base_freq (default RoPE, no scaling) for the sliding ones (vLLM #29111,
+  // llama.cpp's rope_freq_scale_train_swa).
+  void read_gemma3_local(ModelConfig& out) {
+    const auto local = top_.number("rope_local_base_freq");
+    if (local && !(std::isfinite(*local) && *local > 1)) {
+      top_.fail("rope_local_base_freq", top_.object().at("rope_local_base_freq"),
+                "must be a number greater than 1");
+    }
+    const auto sliding = out.layer_specs.find("sliding_attention");
+    if (sliding != out.layer_specs.end()) {
+      if (local && *local != sliding->second.rope_theta) {
+        ctx_.warn("rope_local_base_freq (" + num(*local) +
+                  ") differs from rope_parameters.sliding_attention.rope_theta (" +
+                  num(sliding->second.rope_theta) + "); the latter is used");
+      }
+      return;
+    }
+    if (!out.layer_specs.empty()) return;  // v5 dicts without a sliding type: as they say
+    if (!local) {
+      ctx_.warn("rope_local_base_freq is not set: Gemma3TextConfig's default " +
+                num(kGemma3LocalBase) + " is used for the sliding-window layers");
+    }
+    detail::Shared local_shared = sh_;
+    local_shared.base.rope_theta = local.value_or(kGemma3LocalBase);
+    local_shared.top_original.reset();
+    out.layer_specs.emplace("full_attention", out.spec);
+    out.layer_specs.emplace(
+        "sliding_attention",
+        detail::read_rope_dict(ctx_, local_shared, nullptr, "rope_local_base_freq", false, true));
+  }
+
+  // Llama4TextConfig: no_rope_layers[i] == 1 when layer i uses RoPE (an empty or absent list:
+  // int((i + 1) % no_rope_layer_interval != 0)); RoPE layers attend in chunks
+  // ("chunked_attention"), NoPE layers globally ("full_attention").
+  void read_llama4_layers(ModelConfig& out, std::optional<std::int64_t> layers) {
+    const std::int64_t interval =
+        top_.integer("no_rope_layer_interval").value_or(kLlama4NoRopeInterval);
+    std::vector<bool> uses_rope;
+    if (const json* list = top_.get("no_rope_layers")) {
+      if (!list->is_array()) top_.fail("no_rope_layers", *list, "must be a list of 0 and 1");
+      for (std::size_t i = 0; i < list->size(); ++i) {
+        const json& e = (*list)[i];
+        if (!e.is_number_integer() || (e.get<std::int64_t>() != 0 && e.get<std::int64_t>() != 1)) {
+          top_.fail("no_rope_layers[" + std::to_string(i) + "]", e,
+                    "must be 1 (the layer uses RoPE) or 0 (it does not)");
+        }
+        uses_rope.push_back(e.get<std::int64_t>() == 1);
+      }
+    }
+    if (uses_rope.empty() && layers) {
+      for (std::int64_t i = 0; i < *layers; ++i) uses_rope.push_back((i + 1) % interval != 0);
+    }
+    if (layers && !uses_rope.empty() && static_cast<std::int64_t>(uses_rope.size()) != *layers) {
+      ctx_.warn("no_rope_layers has " + std::to_string(uses_rope.size()) +
+                " entries but num_hidden_layers is " + std::to_string(*layers) +
+                "; the layer map follows no_rope_layers");
+    }
+    const std::vector<std::string> types = layer_type_list();
+    for (std::size_t i = 0; i < uses_rope.size(); ++i) {
+      const std::string expected = uses_rope[i] ? "chunked_attention" : "full_attention";
+      if (i < types.size() && types[i] != expected) {
+        ctx_.warn("layer_types[" + std::to_string(i) + "] (\"" + types[i] + "\") disagrees with " +
+                  "no_rope_layers[" + std::to_string(i) + "] (" + (uses_rope[i] ? "1" : "0") +
+                  "); no_rope_layers decides whether the layer rotates");
+      }
+      out.layers.push_back(LayerRope{expected, uses_rope[i]});
+    }
+    AttentionNotes& a = out.attention;
+    a.attention_chunk_size = top_.integer("attention_chunk_size").value_or(0);
+    // Meta's params give a number here (a truthy threshold), transformers tests it as a bool.
+    if (const json* t = top_.get("attn_temperature_tuning")) {
+      if (!t->is_boolean() && !t->is_number()) {
+        top_.fail("attn_temperature_tuning", *t, "must be true, false or a number");
+      }
+      a.attn_temperature_tuning = t->is_boolean() ? t->get<bool>() : t->get<double>() != 0;
+    }
+    a.floor_scale = top_.number("floor_scale").value_or(0);
+    a.attn_scale = top_.number("attn_scale").value_or(0);
+    for (auto [key, v] :
+         {std::pair{"floor_scale", a.floor_scale}, std::pair{"attn_scale", a.attn_scale}}) {
+      if (top_.contains(key) && !(std::isfinite(v) && v > 0)) {
+        top_.fail(key, top_.object().at(key), "must be a number greater than 0");
+      }
+    }
+  }
+
+  // Qwen2.5-1M: dual_chunk_attention_config (vLLM's DualChunkRotaryEmbedding reads chunk_size and
+  // local_size; the sparse_attention_* keys pick attention blocks, not rotations).
+  void read_dual_chunk(ModelConfig& out) {
+    const json* d = top_.dict("dual_chunk_attention_config");
+    if (!d) return;
+    Fields f(*d, "dual_chunk_attention_config.", ctx_);
+    DualChunkConfig c;
+    c.chunk_size = f.required_integer("chunk_size", "by dual chunk attention");
+    c.local_size = f.required_integer("local_size", "by dual chunk attention");
+    c.original_max_position_embeddings = f.integer("original_max_position_embeddings").value_or(0);
+    if (c.local_size >= c.chunk_size) {
+      ctx_.fail("dual_chunk_attention_config.local_size (" + std::to_string(c.local_size) +
+                ") must be less than dual_chunk_attention_config.chunk_size (" +
+                std::to_string(c.chunk_size) + "): chunk_len = chunk_size - local_size");
+    }
+    for (const std::string& k : f.unread()) {
+      if (k.rfind("sparse_attention", 0) != 0) {
+        ctx_.warn("dual_chunk_attention_config." + k + " (" + show(d->at(k)) +
+                  ") is not a dual chunk attention key posenc understands; it was not applied");
+      }
+    }
+    out.dual_chunk = c;
+  }
+
   // Both dicts present: the one not used deserves a warning when it says otherwise.
   void warn_if_disagree(const json& other_dict, const json& chosen_dict,
                         const std::string& other_name, const std::string& chosen) {
@@ -408,6 +658,50 @@ std::string read_config_text(const std::filesystem::path& path) {
 
 ModelConfig load_hf_config(const std::filesystem::path& path) {
   return parse_hf_config(detail::read_config_text(path), path.string());
+}
+
+std::int64_t layer_count(const ModelConfig& config) {
+  return config.layers.empty() ? config.num_hidden_layers
+                               : static_cast<std::int64_t>(config.layers.size());
+}
+
+std::optional<RopeSpec> layer_spec(const ModelConfig& config, std::int64_t layer) {
+  const std::int64_t n = layer_count(config);
+  if (layer < 0 || (n > 0 && layer >= n)) {
+    throw Error("layer (" + std::to_string(layer) + ") is out of range: " + config.source +
+                (n > 0 ? " has " + std::to_string(n) + " layers, 0 .. " + std::to_string(n - 1)
+                       : " numbers its layers from 0"));
+  }
+  if (config.layers.empty()) return config.spec;
+  const LayerRope& l = config.layers[static_cast<std::size_t>(layer)];
+  if (!l.rope) return std::nullopt;
+  const auto it = config.layer_specs.find(l.type);
+  return it != config.layer_specs.end() ? it->second : config.spec;
+}
+
+std::vector<LayerGroup> layer_groups(const ModelConfig& config) {
+  std::vector<LayerGroup> groups;
+  for (std::size_t i = 0; i < config.layers.size(); ++i) {
+    const LayerRope& l = config.layers[i];
+    auto g = std::find_if(groups.begin(), groups.end(), [&](const LayerGroup& x) {
+      return x.type == l.type && x.rope == l.rope;
+    });
+    if (g == groups.end()) g = groups.insert(groups.end(), LayerGroup{l.type, l.rope, {}});
+    g->layers.push_back(static_cast<std::int64_t>(i));
+  }
+  return groups;
+}
+
+std::string layer_ranges(const std::vector<std::int64_t>& layers) {
+  std::string out;
+  for (std::size_t i = 0; i < layers.size();) {
+    std::size_t j = i;
+    while (j + 1 < layers.size() && layers[j + 1] == layers[j] + 1) ++j;
+    out += (out.empty() ? "" : ", ") + std::to_string(layers[i]);
+    if (j > i) out += "-" + std::to_string(layers[j]);
+    i = j + 1;
+  }
+  return out;
 }
 
 }  // namespace posenc

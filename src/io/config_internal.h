@@ -78,6 +78,7 @@ enum class Family {
   kGptNeox,   // rotary_pct and rotary_emb_base
   kGptj,      // rotary_dim, n_embd, n_head, n_positions; interleaved
   kDeepseek,  // qk_rope_head_dim; interleaved unless rope_interleave is false
+  kChatglm,   // THUDM ChatGLM2/3, GLM-4: kv_channels, rope_ratio, half the head in pairs
 };
 
 // A partial_rotary_factor and the key that gave it, for messages.

@@ -344,6 +344,237 @@ const std::vector<Preset>& table() {
        "of the published config.json. The file also has \"rotary\": true, which transformers' "
        "GPTJConfig does not read; it is left out. No rope_theta: the default 10000 applies. "
        "Parsing gives no warning."},
+      // Vision-language models, Gemma 3, Llama 4, Hunyuan, Phi-4-mini and Qwen2.5-1M (issue 12):
+      // written from the published config.json files as known without network access here; each
+      // note says what was checked and against what.
+      {"qwen2-vl-7b", "Qwen/Qwen2-VL-7B-Instruct config.json",
+       "Qwen2-VL 7B: M-RoPE, sections [16, 24, 24] (legacy type \"mrope\"), base 1e6",
+       R"json({
+  "model_type": "qwen2_vl",
+  "hidden_size": 3584,
+  "num_attention_heads": 28,
+  "max_position_embeddings": 32768,
+  "rope_theta": 1000000.0,
+  "rope_scaling": {
+    "type": "mrope",
+    "mrope_section": [16, 24, 24]
+  },
+  "vision_config": {"spatial_merge_size": 2}
+})json",
+       "Written from the published config.json as the project's M-RoPE notes give it "
+       "(../shared/docs/rope-in-engines.md section 1; the config test ConfigMrope."
+       "Qwen2VlLegacyMropeType); the Hugging Face file itself was not read here. vision_config "
+       "keeps only spatial_merge_size, which mrope-positions reads. Parsing gives no warning."},
+      {"qwen2.5-vl-7b", "Qwen/Qwen2.5-VL-7B-Instruct config.json",
+       "Qwen2.5-VL 7B: M-RoPE, sections [16, 24, 24], base 1e6, 128000 positions",
+       R"json({
+  "model_type": "qwen2_5_vl",
+  "hidden_size": 3584,
+  "num_attention_heads": 28,
+  "max_position_embeddings": 128000,
+  "rope_theta": 1000000.0,
+  "rope_scaling": {
+    "type": "mrope",
+    "mrope_section": [16, 24, 24]
+  },
+  "vision_config": {"spatial_merge_size": 2, "tokens_per_second": 2}
+})json",
+       "Written from the published config.json as recalled (the same rope_scaling as Qwen2-VL, "
+       "max_position_embeddings 128000, vision_config.tokens_per_second 2); the Hugging Face file "
+       "itself was not read here. Parsing gives no warning."},
+      {"qwen3-vl-8b", "Qwen/Qwen3-VL-8B-Instruct config.json",
+       "Qwen3-VL 8B: interleaved M-RoPE, sections [24, 20, 20], base 5e6, 262144 positions",
+       R"json({
+  "model_type": "qwen3_vl",
+  "text_config": {
+    "model_type": "qwen3_vl_text",
+    "head_dim": 128,
+    "hidden_size": 4096,
+    "num_attention_heads": 32,
+    "max_position_embeddings": 262144,
+    "rope_theta": 5000000,
+    "rope_scaling": {
+      "mrope_interleaved": true,
+      "mrope_section": [24, 20, 20],
+      "rope_type": "default"
+    }
+  },
+  "vision_config": {"spatial_merge_size": 2}
+})json",
+       "Written from the published config.json (text_config as in the config test "
+       "ConfigMrope.Qwen3VlNestedTextConfigInterleaved; rope_theta 5000000 is an integer there); "
+       "the Hugging Face file itself was not read here. Parsing gives no warning."},
+      {"qwen3-vl-8b-yarn", "Qwen/Qwen3-VL-8B-Instruct config.json + the model card's YaRN block",
+       "Qwen3-VL 8B with the card's YaRN x3 over 262144 tokens, M-RoPE kept",
+       R"json({
+  "model_type": "qwen3_vl",
+  "text_config": {
+    "model_type": "qwen3_vl_text",
+    "head_dim": 128,
+    "hidden_size": 4096,
+    "num_attention_heads": 32,
+    "max_position_embeddings": 262144,
+    "rope_theta": 5000000,
+    "rope_scaling": {
+      "rope_type": "yarn",
+      "mrope_section": [24, 20, 20],
+      "mrope_interleaved": true,
+      "factor": 3.0,
+      "original_max_position_embeddings": 262144
+    }
+  },
+  "vision_config": {"spatial_merge_size": 2}
+})json",
+       "qwen3-vl-8b with text_config.rope_scaling replaced by the model card's YaRN block as "
+       "recalled (rope_type yarn, factor 3.0, original_max_position_embeddings 262144, the "
+       "sections kept; vllm#25384 discusses the same factor 3 on 256k); the card itself was not "
+       "read here. max_position_embeddings stays as shipped (262144). Parsing gives no warning."},
+      {"glm-4.1v-9b", "THUDM/GLM-4.1V-9B-Thinking config.json",
+       "GLM-4.1V 9B: M-RoPE [8, 12, 12] on the first half of the head, adjacent pairs",
+       R"json({
+  "model_type": "glm4v",
+  "text_config": {
+    "model_type": "glm4v_text",
+    "hidden_size": 4096,
+    "num_attention_heads": 32,
+    "partial_rotary_factor": 0.5,
+    "max_position_embeddings": 65536,
+    "rope_theta": 10000,
+    "rope_scaling": {
+      "type": "default",
+      "mrope_section": [8, 12, 12]
+    }
+  },
+  "vision_config": {"spatial_merge_size": 2}
+})json",
+       "Written from the published config.json (text_config as in the config test "
+       "ConfigMrope's GLM-4.1V case); the Hugging Face file itself was not read here. Parsing "
+       "gives no warning."},
+      {"gemma-3-27b", "google/gemma-3-27b-it config.json",
+       "Gemma 3 27B: global layers base 1e6 with linear x8, sliding layers base 1e4 unscaled",
+       R"json({
+  "model_type": "gemma3",
+  "text_config": {
+    "model_type": "gemma3_text",
+    "head_dim": 128,
+    "hidden_size": 5376,
+    "num_attention_heads": 32,
+    "num_hidden_layers": 62,
+    "max_position_embeddings": 131072,
+    "rope_theta": 1000000.0,
+    "rope_local_base_freq": 10000.0,
+    "rope_scaling": {
+      "factor": 8.0,
+      "rope_type": "linear"
+    },
+    "sliding_window": 1024,
+    "sliding_window_pattern": 6
+  }
+})json",
+       "Written from the published config.json as recalled (transformers v4 form: "
+       "rope_local_base_freq for the sliding layers, sliding_window_pattern 6 = 5 local : 1 "
+       "global, 62 layers); the Hugging Face file itself was not read here. Parsing gives no "
+       "warning; layers 5, 11, ..., 59 are global."},
+      {"llama-4-scout", "meta-llama/Llama-4-Scout-17B-16E-Instruct config.json",
+       "Llama 4 Scout: llama3 x16 with low == high freq factor, NoPE every 4th layer, adjacent "
+       "pairs",
+       R"json({
+  "model_type": "llama4",
+  "text_config": {
+    "model_type": "llama4_text",
+    "head_dim": 128,
+    "hidden_size": 5120,
+    "num_attention_heads": 40,
+    "num_hidden_layers": 48,
+    "max_position_embeddings": 10485760,
+    "rope_theta": 500000.0,
+    "rope_scaling": {
+      "factor": 16.0,
+      "high_freq_factor": 1.0,
+      "low_freq_factor": 1.0,
+      "original_max_position_embeddings": 8192,
+      "rope_type": "llama3"
+    },
+    "attention_chunk_size": 8192,
+    "attn_temperature_tuning": true,
+    "floor_scale": 8192,
+    "attn_scale": 0.1
+  }
+})json",
+       "Written from the published config.json as recalled (text_config values as in "
+       "../shared/docs/rope-in-engines.md section 2, 'Llama 4 iRoPE'); the Hugging Face file "
+       "itself was not read here. no_rope_layers is left to Llama4TextConfig's default (layers "
+       "3, 7, ..., 47 without RoPE). Parsing warns that high_freq_factor equals low_freq_factor."},
+      {"hunyuan-7b", "tencent/Hunyuan-7B-Instruct config.json",
+       "Hunyuan 7B: NTK-alpha 1000 (a dynamic rope_scaling with alpha: a static base change)",
+       R"json({
+  "model_type": "hunyuan_v1_dense",
+  "head_dim": 128,
+  "hidden_size": 4096,
+  "num_attention_heads": 32,
+  "max_position_embeddings": 262144,
+  "rope_theta": 10000.0,
+  "rope_scaling": {
+    "alpha": 1000.0,
+    "factor": 1.0,
+    "type": "dynamic"
+  }
+})json",
+       "Written from the published config.json as recalled (rope_scaling type dynamic with "
+       "alpha 1000.0 and factor 1.0, rope_theta 10000.0); the Hugging Face file itself was not "
+       "read here, and its other rope_scaling keys (beta_fast, beta_slow, mscale, "
+       "mscale_all_dim), which HunYuan's rotary embedding does not read, are left out. Parsing "
+       "gives no warning."},
+      {"phi-4-mini", "microsoft/Phi-4-mini-instruct config.json",
+       "Phi-4-mini: LongRoPE on 96 of 128 dims (partial 0.75), 48 factors, 4096 -> 131072",
+       R"json({
+  "model_type": "phi3",
+  "hidden_size": 3072,
+  "num_attention_heads": 24,
+  "max_position_embeddings": 131072,
+  "original_max_position_embeddings": 4096,
+  "partial_rotary_factor": 0.75,
+  "rope_theta": 10000.0,
+  "rope_scaling": {
+    "long_factor": [
+      1, 1.118320672, 1.250641126, 1.398617824, 1.564103225, 1.74916897, 1.956131817,
+      2.187582649, 2.446418898, 2.735880826, 3.059592084, 3.421605075, 3.826451687,
+      4.279200023, 4.785517845, 5.351743533, 5.984965424, 6.693110555, 7.485043894,
+      8.370679318, 9.36110372, 10.4687158, 11.70738129, 13.09260651, 14.64173252, 16.37415215,
+      18.31155283, 20.47818807, 22.90118105, 25.61086418, 28.64115884, 32.03, 32.1, 32.13,
+      32.23, 32.6, 32.61, 32.64, 32.66, 32.7, 32.71, 32.93, 32.97, 33.28, 33.49, 33.5, 44.16,
+      47.77
+    ],
+    "short_factor": [
+      1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0,
+      1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0,
+      1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0
+    ],
+    "type": "longrope"
+  }
+})json",
+       "Written from the published config.json as recalled (48-entry factor lists: the short "
+       "ones all 1.0, the long ones rising from 1 to 47.77); the Hugging Face file itself was not "
+       "read here, so the individual long factors may differ from the file's. Parsing gives no "
+       "warning; the attention factor is sqrt(1 + ln 32 / ln 4096)."},
+      {"qwen2.5-7b-instruct-1m", "Qwen/Qwen2.5-7B-Instruct-1M config.json",
+       "Qwen2.5 7B Instruct 1M: base 1e7, dual chunk attention (chunk 262144, local 8192)",
+       R"json({
+  "model_type": "qwen2",
+  "hidden_size": 3584,
+  "num_attention_heads": 28,
+  "max_position_embeddings": 1010000,
+  "rope_theta": 10000000.0,
+  "dual_chunk_attention_config": {
+    "chunk_size": 262144,
+    "local_size": 8192,
+    "original_max_position_embeddings": 262144
+  }
+})json",
+       "Written from the published config.json as recalled (values as in "
+       "../shared/docs/rope-in-engines.md section 2, 'Dual-Chunk Attention'); the Hugging Face "
+       "file itself was not read here, and its sparse_attention_* keys (which pick attention "
+       "blocks, not rotations) are left out. Parsing gives no warning."},
   };
   return kPresets;
 }

@@ -11,6 +11,8 @@
 #include "posenc/analysis/doctor.h"
 #include "posenc/analysis/engines.h"
 #include "posenc/analysis/pairs.h"
+#include "posenc/core/dual_chunk.h"
+#include "posenc/core/error.h"
 #include "posenc/core/frequencies.h"
 #include "posenc/core/spec.h"
 #include "report/encoding_json.h"
@@ -20,14 +22,77 @@ namespace posenc {
 using detail::number_or_null;
 using detail::optional_json;
 
-std::string inspect_json(const ModelConfig& config, Numerics numerics, std::int64_t seq_len) {
+namespace {
+
+// The per-layer map, Llama 4's attention keys and dual chunk attention, where the model has them.
+void put_layers_json(nlohmann::json& j, const ModelConfig& config,
+                     std::optional<std::int64_t> dca_position) {
+  if (!config.layers.empty()) {
+    nlohmann::json groups = nlohmann::json::array();
+    for (const LayerGroup& g : layer_groups(config)) {
+      groups.push_back({{"type", g.type}, {"rope", g.rope}, {"layers", g.layers}});
+    }
+    j["layers"] = std::move(groups);
+    j["num_layers"] = layer_count(config);
+  }
+  const AttentionNotes& a = config.attention;
+  if (a.attention_chunk_size > 0 || a.attn_temperature_tuning) {
+    j["attention"] = {{"attention_chunk_size", a.attention_chunk_size},
+                      {"attn_temperature_tuning", a.attn_temperature_tuning},
+                      {"floor_scale", a.floor_scale},
+                      {"attn_scale", a.attn_scale}};
+  }
+  if (dca_position && !config.dual_chunk) {
+    throw Error("dca_position (" + std::to_string(*dca_position) +
+                ") needs a model with "
+                "dual_chunk_attention_config; " +
+                config.source + " has none");
+  }
+  if (config.dual_chunk) {
+    const DualChunkConfig& d = *config.dual_chunk;
+    nlohmann::json o = {{"chunk_size", d.chunk_size},
+                        {"local_size", d.local_size},
+                        {"chunk_len", d.chunk_size - d.local_size},
+                        {"original_max_position_embeddings", d.original_max_position_embeddings}};
+    if (dca_position) {
+      const DualChunkPositions p = dual_chunk_positions(d.chunk_size, d.local_size, *dca_position);
+      o["positions"] = {{"position", *dca_position},
+                        {"key", p.key},
+                        {"intra", p.intra},
+                        {"successive", p.successive},
+                        {"inter", p.inter},
+                        {"succ_critical", p.succ_critical},
+                        {"inter_critical", p.inter_critical}};
+    }
+    j["dual_chunk"] = std::move(o);
+  }
+}
+
+}  // namespace
+
+std::string inspect_json(const ModelConfig& config, Numerics numerics, std::int64_t seq_len,
+                         std::optional<std::int64_t> layer,
+                         std::optional<std::int64_t> dca_position) {
+  nlohmann::json j;
+  j["source"] = config.source;
+  j["model_type"] = config.model_type;
+  if (layer) {
+    const bool rope = layer_spec(config, *layer).has_value();
+    const auto n = static_cast<std::size_t>(*layer);
+    j["layer"] = *layer;
+    j["layer_type"] = n < config.layers.size() ? config.layers[n].type : "";
+    j["rope"] = rope;
+    if (!rope) {
+      put_layers_json(j, config, dca_position);
+      j["warnings"] = config.warnings;
+      j["ignored_keys"] = config.ignored_keys;
+      return detail::json_text(j);
+    }
+  }
   const RopeSpec& spec = config.spec;
   const Frequencies f = compute_frequencies(spec, numerics, seq_len);  // refuses seq_len < 0
   // r = L / wavelength is counted over the original context, or the only context the model has.
   const ContextLengths ctx = context_lengths(spec);
-  nlohmann::json j;
-  j["source"] = config.source;
-  j["model_type"] = config.model_type;
   detail::put_encoding_json(j, f);
   j["rope_theta"] = spec.rope_theta;
   j["factor"] = spec.factor;
@@ -63,6 +128,7 @@ std::string inspect_json(const ModelConfig& config, Numerics numerics, std::int6
   std::vector<std::string> layer_types;
   for (const auto& [name, unused] : config.layer_specs) layer_types.push_back(name);
   j["layer_types"] = layer_types;
+  put_layers_json(j, config, dca_position);
   return detail::json_text(j);
 }
 

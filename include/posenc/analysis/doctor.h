@@ -18,6 +18,11 @@
 //   longrope-switch             LongRoPE's short/long switch at the original context
 //   half-precision-table        always: cos/sin rounded to fp16/bf16 near the extended context
 //   engine-unsupported          an engine cannot run the method as the model asks
+//   llama4-pair-layout          Llama 4: adjacent pairs in transformers, halves (permuted
+//                               weights) in vLLM and SGLang
+//   gemma3-sliding-layers       sliding layers with unscaled RoPE beside scaled global ones,
+//                               and the angle error if an engine scales them too (vLLM #29111)
+//   llama3-equal-freq-factors   llama3 with low_freq_factor == high_freq_factor (Llama 4 Scout)
 //
 // Example (DeepSeek-V3): integer-factor (info), attention-factor-engines (info: every engine
 // uses 1 and a softmax multiplier of 1.8739), half-precision-table (info).

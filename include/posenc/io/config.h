@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -32,14 +33,65 @@
 
 namespace posenc {
 
+// One decoder layer's RoPE: its layer type (a key of ModelConfig::layer_specs, or a name such as
+// "sliding_attention" that only says how it attends), or no rotation at all (Llama 4's NoPE
+// layers, a v5 layer type whose rope_parameters is null).
+struct LayerRope {
+  std::string type;  // "" when the config names no layer types
+  bool rope = true;  // false: the layer rotates nothing
+};
+
+// Llama 4's attention keys around its RoPE: NoPE layers attend globally with a query temperature
+// log1p(floor((pos + 1) / floor_scale)) * attn_scale + 1 (when attn_temperature_tuning), RoPE
+// layers attend in chunks of attention_chunk_size tokens.
+struct AttentionNotes {
+  std::int64_t attention_chunk_size = 0;  // 0: not set
+  bool attn_temperature_tuning = false;
+  double floor_scale = 0;  // 0: not set
+  double attn_scale = 0;   // 0: not set
+};
+
+// Qwen2.5-1M's dual_chunk_attention_config (the RoPE-relevant part; dual_chunk.h computes it).
+struct DualChunkConfig {
+  std::int64_t chunk_size = 0;
+  std::int64_t local_size = 0;
+  std::int64_t original_max_position_embeddings = 0;
+};
+
 struct ModelConfig {
   std::string source;      // file name, used in messages
   std::string model_type;  // "llama", "deepseek_v3", ... ("" when absent)
   RopeSpec spec;           // the model's RoPE (for per-layer configs: full_attention's)
-  std::map<std::string, RopeSpec> layer_specs;  // v5 per-layer-type dicts, by layer type
+  std::map<std::string, RopeSpec> layer_specs;  // per-layer-type RoPE (v5 dicts, Gemma 3 v4)
+  // Layer index -> RoPE, for configs that vary it by layer (Gemma 2/3, Llama 4, v5 layer_types);
+  // empty when every layer uses `spec`. layer_spec() reads it.
+  std::vector<LayerRope> layers;
+  std::int64_t num_hidden_layers = 0;         // 0 when the config does not say
+  AttentionNotes attention;                   // Llama 4's keys; all unset for other models
+  std::optional<DualChunkConfig> dual_chunk;  // Qwen2.5-1M dual chunk attention
   std::vector<std::string> warnings;
   std::vector<std::string> ignored_keys;  // top-level keys that do not affect RoPE
 };
+
+// The RoPE of decoder layer `layer` (0-based): layer_specs of its type, else `spec`; nullopt for a
+// layer without RoPE. Throws Error naming the layer and the layer count when it is out of range.
+std::optional<RopeSpec> layer_spec(const ModelConfig& config, std::int64_t layer);
+
+// Layers that share a type and RoPE-or-not, in order of first appearance (inspect's per-layer
+// summary); empty when config.layers is.
+struct LayerGroup {
+  std::string type;
+  bool rope = true;
+  std::vector<std::int64_t> layers;  // ascending layer indices
+};
+std::vector<LayerGroup> layer_groups(const ModelConfig& config);
+
+// "0-2, 4-6, 8": ascending indices as ranges.
+std::string layer_ranges(const std::vector<std::int64_t>& layers);
+
+// How many decoder layers layer_spec() accepts: layers.size(), else num_hidden_layers (0: unknown,
+// and then every index >= 0 reads `spec`).
+std::int64_t layer_count(const ModelConfig& config);
 
 // Parses config.json text. `source` names the file in messages. Throws Error on malformed
 // JSON (with line and column), wrong types, invalid values and missing required keys.

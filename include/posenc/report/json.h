@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,9 +19,14 @@ namespace posenc {
 // `posenc inspect --json`: source, model_type, the encoding (rope_type, numerics, seq_len,
 // head_dim, rotary_dim, rotary_offset, layout, attention_factor, softmax_scale_multiplier), the
 // spec's scalars and contexts, inv_freq, freq_factors, correction_range (yarn), pairs (one object
-// per pair_rows() row), warnings, ignored_keys, layer_types. Throws Error for a negative seq_len
-// or an invalid spec.
-std::string inspect_json(const ModelConfig& config, Numerics numerics, std::int64_t seq_len = 0);
+// per pair_rows() row), warnings, ignored_keys, layer_types, and for per-layer models "layers"
+// (layer_groups(): type, rope, layers), Llama 4's "attention", Qwen2.5-1M's "dual_chunk".
+// `layer`: the object is labelled as that layer's ("layer", "layer_type", "rope"), whose RoPE
+// config.spec must hold (layer_spec() gives it); a layer without RoPE gets no encoding keys; `dca_position`: "dual_chunk.positions" of that token. Throws Error for a
+// negative seq_len, an invalid spec, a layer out of range or a dca_position without dual chunk.
+std::string inspect_json(const ModelConfig& config, Numerics numerics, std::int64_t seq_len = 0,
+                         std::optional<std::int64_t> layer = std::nullopt,
+                         std::optional<std::int64_t> dca_position = std::nullopt);
 
 // `posenc compare --json`: source, model_type, rope_type, seq_len, positions, reference, and
 // engines (per engine: inv_freq, relative_difference, rounding_budget, the scalars,

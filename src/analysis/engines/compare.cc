@@ -21,6 +21,7 @@
 namespace posenc {
 namespace {
 
+using engines_detail::add_variant_notes;
 using engines_detail::finish;
 using engines_detail::kFloat32Unit;
 using engines_detail::llama_cpp_view;
@@ -103,15 +104,23 @@ EngineView engine_view(const RopeSpec& spec, Engine engine, std::int64_t seq_len
                        std::string_view model_type) {
   validate(spec);
   if (seq_len < 0) throw Error("seq_len (" + std::to_string(seq_len) + ") must not be negative");
+  EngineView engine_specific;
   switch (engine) {
     case Engine::kTransformers:
-      return transformers_view(spec, seq_len);
+      engine_specific = transformers_view(spec, seq_len);
+      break;
     case Engine::kLlamaCpp:
-      return llama_cpp_view(spec, seq_len, model_type);
+      engine_specific = llama_cpp_view(spec, seq_len, model_type);
+      break;
     case Engine::kVllm:
-      return vllm_view(spec, seq_len, model_type);
+      engine_specific = vllm_view(spec, seq_len, model_type);
+      break;
     case Engine::kPrecise:
       break;
+  }
+  if (engine != Engine::kPrecise) {
+    add_variant_notes(engine_specific, spec, model_type);
+    return engine_specific;
   }
   EngineView v;
   v.engine = Engine::kPrecise;

@@ -56,4 +56,8 @@ EngineView transformers_view(const RopeSpec& spec, std::int64_t seq_len);
 EngineView llama_cpp_view(const RopeSpec& spec, std::int64_t seq_len, std::string_view model_type);
 EngineView vllm_view(const RopeSpec& spec, std::int64_t seq_len, std::string_view model_type);
 
+// Notes that change no number but matter across engines (variant_notes.cc): Llama 4's pair
+// layout, llama3 with low_freq_factor == high_freq_factor.
+void add_variant_notes(EngineView& v, const RopeSpec& spec, std::string_view model_type);
+
 }  // namespace posenc::engines_detail
