@@ -209,7 +209,7 @@ Frequencies resolve(const ApplyOptions& o, std::int64_t head_dim, const Position
     for (const std::string& w : validate(params)) warnings.push_back(w);
     Frequencies f = frequencies_from_ggml(params);
     f.spec.head_dim = head_dim;  // ggml rotates the first n_dims dims of each head, as rotary_dim
-    source = "ggml_rope_ext parameters";
+    source = ggml_is_multi(params.mode) ? "ggml_rope_multi parameters" : "ggml_rope_ext parameters";
     return f;
   }
   const RopeSpec spec = spec_from_flags(o.encoding, head_dim, warnings, source);
@@ -376,10 +376,14 @@ void add_apply(CLI::App& app) {
       ->required();
   add_text(cmd, "--k-out", o->k_out, "Where to write the rotated keys (.npy)", "PATH");
   add_text(cmd, "--positions", o->positions,
-           "int32 or int64 .npy of shape [tokens]: each token's position", "PATH");
+           "int32 or int64 .npy of shape [tokens]: each token's position; [axes, tokens] "
+           "(axis-major) for multi-axis RoPE, [4, tokens] (all t, then h, w, e) for ggml's "
+           "--mode mrope / imrope / vision",
+           "PATH");
   add_integer(cmd, "--positions-range", o->positions_range,
               std::numeric_limits<std::int64_t>::min(), std::numeric_limits<std::int64_t>::max(),
-              "Positions START, START + 1, ... instead of a file");
+              "Positions START, START + 1, ... instead of a file (text tokens: every axis the "
+              "same)");
   cmd->add_flag("--bf16", o->bf16, "The '<u2' inputs hold bfloat16 bits (outputs likewise)");
   add_text(
       cmd, "--numerics", o->numerics,

@@ -1,6 +1,7 @@
 // The encoding flags of `posenc apply` (encoding_flags.h).
 #include "encoding_flags.h"
 
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -69,10 +70,38 @@ bool flag_read(const RopeSpec& spec, std::string_view flag) {
 }
 
 GgmlMode parse_mode(const std::string& name) {
-  if (name == "normal" || name == "0") return GgmlMode::kNormal;
-  if (name == "neox" || name == "2") return GgmlMode::kNeox;
-  throw Error("--mode (\"" + name +
-              "\") must be normal (0, pairs (2i, 2i + 1)) or neox (2, pairs (i, i + n_dims/2))");
+  try {
+    return parse_ggml_mode(name, "--mode");
+  } catch (const Error&) {
+    throw Error("--mode (\"" + name +
+                "\") must be normal (0, pairs (2i, 2i + 1)), neox (2, pairs (i, i + n_dims/2)), "
+                "or one of ggml_rope_multi's mrope (8), imrope (40), vision (24)");
+  }
+}
+
+// --sections A,B,C,D: exactly four non-negative integers.
+std::array<int, 4> parse_sections(const std::string& text) {
+  auto fail = [&] {
+    throw Error("--sections (\"" + text +
+                "\") must be 4 comma-separated non-negative integers t,h,w,e (ggml_rope_multi's "
+                "sections, e.g. 16,24,24,0)");
+  };
+  std::array<int, 4> out{};
+  std::size_t k = 0, start = 0;
+  while (true) {
+    const std::size_t comma = text.find(',', start);
+    const std::string item =
+        text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    if (k == out.size() || item.empty() || item.size() > 9 ||
+        item.find_first_not_of("0123456789") != std::string::npos) {
+      fail();
+    }
+    out[k++] = std::stoi(item);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  if (k != out.size()) fail();
+  return out;
 }
 
 std::vector<float> read_freq_factors(const std::string& path) {
@@ -81,7 +110,8 @@ std::vector<float> read_freq_factors(const std::string& path) {
     std::string shape;
     for (auto d : a.shape) shape += (shape.empty() ? "" : ", ") + std::to_string(d);
     throw Error("--freq-factors: " + path + " holds '" + a.descr + "' of shape [" + shape +
-                "]; expected a float32 ('<f4') vector of n_dims / 2 entries");
+                "]; expected a float32 ('<f4') vector of one divisor per rotated pair (n_dims / 2; "
+                "n_dims for --mode vision)");
   }
   std::vector<float> out(static_cast<std::size_t>(a.shape[0]));
   std::memcpy(out.data(), a.data.data(), a.data.size());
@@ -181,7 +211,14 @@ void add_encoding_flags(CLI::App* cmd, EncodingFlags& f) {
   ggml(
       add_integer(cmd, "--n-dims", g.n_dims, kMinInt, kMaxInt, "Rotated dims (default: head_dim)"));
   ggml(add_text(cmd, "--mode", g.mode,
-                "normal (0: pairs (2i, 2i+1), the default) or neox (2: pairs (i, i + n_dims/2))"));
+                "normal (0: pairs (2i, 2i+1), the default), neox (2: pairs (i, i + n_dims/2)), or "
+                "ggml_rope_multi's mrope (8), imrope (40) and vision (24: pairs (i, i + n_dims), "
+                "n_dims = head_dim/2), which take --sections and --positions of shape [4, tokens] "
+                "(t, h, w, e)"));
+  ggml(add_text(cmd, "--sections", g.sections,
+                "mrope / imrope / vision: ggml_rope_multi's sections t,h,w,e (GGUF "
+                "rope.dimension_sections), e.g. 16,24,24,0",
+                "A,B,C,D"));
   ggml(add_integer(cmd, "--n-ctx-orig", g.n_ctx_orig, kMinInt, kMaxInt,
                    "Original context (default 0)"));
   ggml(add_number(cmd, "--freq-base", g.freq_base, "Base (default 10000)"));
@@ -190,7 +227,8 @@ void add_encoding_flags(CLI::App* cmd, EncodingFlags& f) {
       add_number(cmd, "--ext-factor", g.ext_factor, "YaRN extrapolation mix (default 0: no ramp)"));
   ggml(add_number(cmd, "--attn-factor", g.attn_factor, "Multiplies cos and sin (default 1)"));
   ggml(add_text(cmd, "--freq-factors", g.freq_factors,
-                "float32 .npy of n_dims/2 frequency divisors (rope_freqs)", "PATH"));
+                "float32 .npy of n_dims/2 frequency divisors (rope_freqs; --mode vision: n_dims)",
+                "PATH"));
 }
 
 bool uses_ggml_params(const EncodingFlags& f) {
@@ -298,12 +336,25 @@ GgmlRopeParams ggml_params_from_flags(const EncodingFlags& f, std::int64_t tenso
     throw Error("head_dim (" + std::to_string(tensor_head_dim) +
                 ") does not fit ggml's int32 n_dims");
   }
-  p.n_dims = g.n_dims.value_or(static_cast<int>(tensor_head_dim));
+  if (g.mode) p.mode = parse_mode(*g.mode);
+  // VISION rotates (i, i + n_dims) over the whole head: its n_dims is half the head.
+  const auto head = static_cast<int>(tensor_head_dim);
+  p.n_dims = g.n_dims.value_or(p.mode == GgmlMode::kVision ? head / 2 : head);
   if (p.n_dims > tensor_head_dim) {
     throw Error("--n-dims (" + std::to_string(p.n_dims) + ") exceeds the tensors' head_dim (" +
                 std::to_string(tensor_head_dim) + ")");
   }
-  if (g.mode) p.mode = parse_mode(*g.mode);
+  if (ggml_is_multi(p.mode) && !g.sections) {
+    throw Error("--mode " + std::string(ggml_mode_name(p.mode)) +
+                " (ggml_rope_multi) needs --sections A,B,C,D (t, h, w, e; a GGUF's "
+                "rope.dimension_sections)");
+  }
+  if (!ggml_is_multi(p.mode) && g.sections) {
+    throw Error("--sections (\"" + *g.sections + "\") is read only by --mode mrope, imrope or " +
+                "vision (ggml_rope_multi); --mode " + std::string(ggml_mode_name(p.mode)) +
+                " takes one position per token");
+  }
+  if (g.sections) p.sections = parse_sections(*g.sections);
   if (g.n_ctx_orig) p.n_ctx_orig = *g.n_ctx_orig;
   if (g.freq_base) p.freq_base = *g.freq_base;
   if (g.freq_scale) p.freq_scale = *g.freq_scale;
@@ -313,6 +364,7 @@ GgmlRopeParams ggml_params_from_flags(const EncodingFlags& f, std::int64_t tenso
   if (f.spec.beta_slow) p.beta_slow = static_cast<float>(*f.spec.beta_slow);
   if (g.freq_factors) p.freq_factors = read_freq_factors(*g.freq_factors);
   validate(p);
+  validate_head_dim(p, tensor_head_dim);
   return p;
 }
 

@@ -54,6 +54,7 @@ struct GgmlFlags {
   std::optional<float> ext_factor;
   std::optional<float> attn_factor;
   std::optional<std::string> freq_factors;  // a float32 .npy file
+  std::optional<std::string> sections;      // "A,B,C,D": ggml_rope_multi's sections
 };
 
 struct EncodingFlags {

@@ -70,6 +70,10 @@ SEEDS = {
         [('rope_factors_long.weight', [1.0, 2.0, 8.0, 16.0, 24.0, 30.0, 31.0, 32.0]),
          ('rope_factors_short.weight', [1.0, 1.0, 1.1, 1.2, 1.5, 2.0, 2.5, 3.0])]),
     'gptneox-partial.gguf': gguf(dims('gptneox', 96, 4, 6, 2048)),
+    'qwen2vl-mrope.gguf': gguf(dims('qwen2vl', 64, 4, 16, 32768) + [
+        ('qwen2vl.rope.dimension_sections', ARR, (I32, [2, 3, 3, 0]))]),
+    'qwen3vl-imrope.gguf': gguf(dims('qwen3vl', 64, 4, 16, 32768) + [
+        ('qwen3vl.rope.dimension_sections', ARR, (I32, [3, 2, 2, 1]))]),
     'every-type.gguf': gguf(dims('llama', 64, 8, 8, 512) + [
         ('t.u8', U8, 1), ('t.i8', I8, -1), ('t.u16', U16, 2), ('t.i16', I16, -2), ('t.u32', U32, 3),
         ('t.i32', I32, -3), ('t.f32', F32, 0.5), ('t.bool', BOOL, 0), ('t.str', STR, 'x'),

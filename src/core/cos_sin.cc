@@ -21,6 +21,11 @@ constexpr double kHalfPi2 = 6.123233995736766036e-17;
 constexpr double kHalfPi3 = -1.497384904859169833e-33;
 constexpr double kTwoOverPi = 0.63661977236758134308;
 
+// A ggml_rope_multi call (MROPE, IMROPE, VISION): its rows come from ggml_mrope_cache_init.
+bool ggml_multi(const Frequencies& freqs) {
+  return freqs.numerics == Numerics::kGgml && freqs.ggml && ggml_is_multi(freqs.ggml->mode);
+}
+
 }  // namespace
 
 void exact_sincos(std::int64_t position, double omega, double& sin_out, double& cos_out) {
@@ -113,6 +118,8 @@ void cos_sin_at(const Frequencies& freqs, std::int64_t position, std::span<doubl
 
 bool gathers_angles(const Frequencies& freqs) {
   const AxisRule rule = freqs.spec.axis_map.rule;
+  // ggml_rope_multi's VISION restarts the ladder per section: no one-axis row holds its angles.
+  if (ggml_multi(freqs)) return true;
   return freqs.numerics == Numerics::kHf &&
          (rule == AxisRule::kInterleaved || rule == AxisRule::kErnie);
 }
@@ -130,6 +137,10 @@ void cos_sin_at(const Frequencies& freqs, std::span<const std::int64_t> axis_pos
     throw Error("cos_sin_at: output spans (" + std::to_string(cos_out.size()) + ", " +
                 std::to_string(sin_out.size()) + ") must hold pair_count (" + std::to_string(n) +
                 ") entries");
+  }
+  if (ggml_multi(freqs)) {
+    detail::ggml_multi_cos_sin(*freqs.ggml, axis_positions, cos_out.data(), sin_out.data());
+    return;
   }
   const bool same = std::all_of(axis_positions.begin(), axis_positions.end(),
                                 [&](std::int64_t p) { return p == axis_positions[0]; });

@@ -3,6 +3,7 @@
 // src/llama-context.cpp (the host-side yarn attn_factor) and convert_hf_to_gguf.py (rope_freqs).
 // Every operation is float32 as there; the library is built with -ffp-contract=off.
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 #include <numbers>
@@ -110,7 +111,145 @@ int to_int(std::int64_t v, const char* field) {
   return static_cast<int>(v);
 }
 
+std::string sections_str(const std::array<int, 4>& s) {
+  return "[" + std::to_string(s[0]) + ", " + std::to_string(s[1]) + ", " + std::to_string(s[2]) +
+         ", " + std::to_string(s[3]) + "]";
+}
+
+float checked_position(std::int64_t position) {
+  if (position < std::numeric_limits<std::int32_t>::min() ||
+      position > std::numeric_limits<std::int32_t>::max()) {
+    throw Error("ggml: position (" + std::to_string(position) +
+                ") does not fit ggml's int32 positions");
+  }
+  return static_cast<float>(position);
+}
+
+// ggml_mrope_cache_init's walk over the pairs: calls at(i, axis, theta) with the running theta of
+// the axis pair i reads. Every axis multiplies by theta_scale at every pair; VISION (indep_sects)
+// resets an axis at its section start through one if/else-if chain, so a section start equal to
+// an earlier one (an empty section before it) is never reset.
+template <typename At>
+void multi_ladder(const GgmlRopeParams& p, const float base[4], const At& at) {
+  const std::array<int, 4>& s = p.sections;
+  const int sect_dims = s[0] + s[1] + s[2] + s[3];
+  const int sec_w = s[0] + s[1];
+  const int sec_e = sec_w + s[2];
+  if (sect_dims <= 0 || *std::min_element(s.begin(), s.end()) < 0) {
+    throw Error("ggml_rope_multi: sections " + sections_str(s) +
+                " must be non-negative with a positive sum");
+  }
+  const bool vision = p.mode == GgmlMode::kVision;
+  const bool imrope = p.mode == GgmlMode::kImrope;
+  const float theta_scale = theta_scale_of(p);
+  float theta[4] = {base[0], base[1], base[2], base[3]};
+  const int pairs = ggml_pair_count(p);
+  for (int i = 0; i < pairs; ++i) {
+    const int sector = i % sect_dims;
+    if (vision) {
+      if (sector == 0) {
+        theta[0] = base[0];
+      } else if (sector == s[0]) {
+        theta[1] = base[1];
+      } else if (sector == sec_w) {
+        theta[2] = base[2];
+      } else if (sector == sec_e) {
+        theta[3] = base[3];
+      }
+    }
+    int axis = 0;
+    if (imrope) {
+      if (sector % 3 == 1 && sector < 3 * s[1]) {
+        axis = 1;
+      } else if (sector % 3 == 2 && sector < 3 * s[2]) {
+        axis = 2;
+      } else if (sector % 3 == 0 && sector < 3 * s[0]) {
+        axis = 0;
+      } else {
+        axis = 3;  // Qwen3-VL [24, 20, 20, 0]: pairs 61 and 62
+      }
+    } else if (sector >= s[0] && sector < sec_w) {
+      axis = 1;
+    } else if (sector >= sec_w && sector < sec_e) {
+      axis = 2;
+    } else if (sector >= sec_e) {
+      axis = 3;
+    }
+    at(i, axis, theta[axis]);
+    for (float& t : theta) t *= theta_scale;
+  }
+}
+
 }  // namespace
+
+std::string_view ggml_mode_name(GgmlMode mode) {
+  switch (mode) {
+    case GgmlMode::kNormal:
+      return "normal";
+    case GgmlMode::kNeox:
+      return "neox";
+    case GgmlMode::kMrope:
+      return "mrope";
+    case GgmlMode::kVision:
+      return "vision";
+    case GgmlMode::kImrope:
+      return "imrope";
+  }
+  return "normal";
+}
+
+GgmlMode parse_ggml_mode(std::string_view name, std::string_view field) {
+  for (const GgmlMode m : {GgmlMode::kNormal, GgmlMode::kNeox, GgmlMode::kMrope, GgmlMode::kVision,
+                           GgmlMode::kImrope}) {
+    if (name == ggml_mode_name(m) || name == std::to_string(static_cast<int>(m))) return m;
+  }
+  throw Error(std::string(field) + " (\"" + std::string(name) +
+              "\") is not a ggml rope mode: expected normal (0), neox (2), mrope (8), "
+              "vision (24) or imrope (40)");
+}
+
+int ggml_pair_count(const GgmlRopeParams& p) {
+  return p.mode == GgmlMode::kVision ? p.n_dims : p.n_dims / 2;
+}
+
+AxisMap ggml_axis_map(const GgmlRopeParams& p) {
+  if (!ggml_is_multi(p.mode)) return {};
+  validate(p);
+  AxisMap m;
+  m.rule = AxisRule::kGgml;
+  m.axes = 4;
+  m.sections.assign(p.sections.begin(), p.sections.end());
+  m.slot_axis.resize(static_cast<std::size_t>(ggml_pair_count(p)));
+  const float one[4] = {1.0f, 1.0f, 1.0f, 1.0f};
+  multi_ladder(p, one, [&](int i, int axis, float) {
+    m.slot_axis[static_cast<std::size_t>(i)] = static_cast<std::uint8_t>(axis);
+  });
+  return m;
+}
+
+void validate_head_dim(const GgmlRopeParams& p, std::int64_t head_dim) {
+  const std::string mode(ggml_mode_name(p.mode));
+  if (p.n_dims > head_dim) {
+    throw Error("ggml_rope: n_dims (" + std::to_string(p.n_dims) +
+                ") must not exceed the head dim (" + std::to_string(head_dim) + ")");
+  }
+  if (p.mode == GgmlMode::kVision && 2 * static_cast<std::int64_t>(p.n_dims) != head_dim) {
+    throw Error(
+        "ggml_rope_multi: mode vision rotates pairs (i, i + n_dims) over the whole head, "
+        "so n_dims (" +
+        std::to_string(p.n_dims) + ") must be head_dim / 2 (head_dim " + std::to_string(head_dim) +
+        ")");
+  }
+  if (ggml_is_multi(p.mode)) {
+    std::int64_t sum = 0;
+    for (const int v : p.sections) sum += v;
+    if (sum > head_dim) {
+      throw Error("ggml_rope_multi: sections " + sections_str(p.sections) + " sum to " +
+                  std::to_string(sum) + ", more than the head dim (" + std::to_string(head_dim) +
+                  "; ggml asserts sum(sections) <= ne0)");
+    }
+  }
+}
 
 // The same classes of input that validate(const RopeSpec&) refuses, in ggml's terms. ggml itself
 // checks none of this: freq_base <= 1 makes theta_scale >= 1 (the angles of high pairs grow, or
@@ -154,10 +293,29 @@ std::vector<std::string> validate(const GgmlRopeParams& p) {
     fail("n_ctx_orig (" + std::to_string(p.n_ctx_orig) +
          ") must not be negative (0: ggml_rope()'s default)");
   }
+  if (ggml_is_multi(p.mode)) {
+    for (std::size_t k = 0; k < p.sections.size(); ++k) {
+      if (p.sections[k] < 0) {
+        fail("sections[" + std::to_string(k) + "] (" + std::to_string(p.sections[k]) +
+             ") must not be negative (sections " + sections_str(p.sections) + ")");
+      }
+    }
+    if (p.sections[0] + p.sections[1] + p.sections[2] <= 0) {
+      fail("sections " + sections_str(p.sections) + ": mode " +
+           std::string(ggml_mode_name(p.mode)) +
+           " needs a positive t, h or w section (ggml asserts sections[0..2] are not all 0)");
+    }
+  } else if (p.sections != std::array<int, 4>{}) {
+    fail("sections " + sections_str(p.sections) + " are read only by the multi modes (mrope, " +
+         "imrope, vision); mode " + std::string(ggml_mode_name(p.mode)) + " would ignore them");
+  }
   if (!p.freq_factors.empty()) {
-    if (p.freq_factors.size() != static_cast<std::size_t>(p.n_dims / 2)) {
-      fail("freq_factors has " + std::to_string(p.freq_factors.size()) +
-           " entries; expected n_dims / 2 = " + std::to_string(p.n_dims / 2));
+    const int pairs = ggml_pair_count(p);
+    if (p.freq_factors.size() != static_cast<std::size_t>(pairs)) {
+      fail("freq_factors has " + std::to_string(p.freq_factors.size()) + " entries; expected " +
+           (p.mode == GgmlMode::kVision ? "n_dims (mode vision reads one per pair of the head) = "
+                                        : "n_dims / 2 = ") +
+           std::to_string(pairs));
     }
     for (std::size_t i = 0; i < p.freq_factors.size(); ++i) {
       if (!(p.freq_factors[i] > 0.0f)) {
@@ -302,11 +460,12 @@ float ggml_kernel_mscale(const GgmlRopeParams& p) {
 
 void ggml_cos_sin(const GgmlRopeParams& p, std::int64_t position, double* cos_out,
                   double* sin_out) {
-  if (position < std::numeric_limits<std::int32_t>::min() ||
-      position > std::numeric_limits<std::int32_t>::max()) {
-    throw Error("ggml: position (" + std::to_string(position) +
-                ") does not fit ggml's int32 positions");
+  if (ggml_is_multi(p.mode)) {
+    const std::int64_t all[4] = {position, position, position, position};
+    ggml_multi_cos_sin(p, all, cos_out, sin_out);
+    return;
   }
+  checked_position(position);
   const float theta_scale = theta_scale_of(p);
   const CorrDims corr = corr_dims(p);
   const float mscale = ggml_kernel_mscale(p);
@@ -319,6 +478,27 @@ void ggml_cos_sin(const GgmlRopeParams& p, std::int64_t position, double* cos_ou
   }
 }
 
+void ggml_multi_cos_sin(const GgmlRopeParams& p, std::span<const std::int64_t> positions,
+                        double* cos_out, double* sin_out) {
+  if (!ggml_is_multi(p.mode)) {
+    throw Error("ggml: mode " + std::string(ggml_mode_name(p.mode)) +
+                " takes one position per token, not ggml_rope_multi's four");
+  }
+  if (positions.size() != 4) {
+    throw Error("ggml_rope_multi: a token has 4 positions (t, h, w, e), got " +
+                std::to_string(positions.size()));
+  }
+  const float base[4] = {checked_position(positions[0]), checked_position(positions[1]),
+                         checked_position(positions[2]), checked_position(positions[3])};
+  const CorrDims corr = corr_dims(p);
+  const float mscale = ggml_kernel_mscale(p);
+  multi_ladder(p, base, [&](int i, int, float theta) {
+    const float angle = pair_angle(p, corr, i, theta).angle;
+    cos_out[i] = std::cos(angle) * mscale;
+    sin_out[i] = std::sin(angle) * mscale;
+  });
+}
+
 }  // namespace detail
 
 Frequencies frequencies_from_ggml(const GgmlRopeParams& p) {
@@ -326,10 +506,11 @@ Frequencies frequencies_from_ggml(const GgmlRopeParams& p) {
   Frequencies f;
   f.numerics = Numerics::kGgml;
   f.ggml = p;
-  const auto n = static_cast<std::size_t>(p.n_dims / 2);
-  f.spec.head_dim = p.n_dims;
-  f.spec.rotary_dim = p.n_dims;
+  const auto n = static_cast<std::size_t>(ggml_pair_count(p));
+  f.spec.head_dim = 2 * static_cast<std::int64_t>(n);
+  f.spec.rotary_dim = f.spec.head_dim;
   f.spec.layout = p.mode == GgmlMode::kNormal ? Layout::kInterleaved : Layout::kHalfSplit;
+  f.spec.axis_map = ggml_axis_map(p);
   f.spec.rope_theta = p.freq_base;
   f.spec.factor = 1.0 / static_cast<double>(p.freq_scale);
   f.spec.original_max_position_embeddings = p.n_ctx_orig;
@@ -346,10 +527,22 @@ Frequencies frequencies_from_ggml(const GgmlRopeParams& p) {
   for (float x : p.freq_factors) {
     if (std::isfinite(x)) largest_factor = std::max(largest_factor, static_cast<double>(x));
   }
-  const float theta_scale = theta_scale_of(p);
+  // theta of each pair at position 1: the running product, restarted per section for VISION.
+  std::vector<float> thetas(n);
+  if (ggml_is_multi(p.mode)) {
+    const float one[4] = {1.0f, 1.0f, 1.0f, 1.0f};
+    multi_ladder(p, one, [&](int i, int, float t) { thetas[static_cast<std::size_t>(i)] = t; });
+  } else {
+    const float theta_scale = theta_scale_of(p);
+    float theta = 1.0f;
+    for (float& t : thetas) {
+      t = theta;
+      theta *= theta_scale;
+    }
+  }
   const CorrDims corr = corr_dims(p);
-  float theta = 1.0f;
   for (std::size_t i = 0; i < n; ++i) {
+    const float theta = thetas[i];
     const PairAngle a = pair_angle(p, corr, static_cast<int>(i), theta);
     f.inv_freq[i] = a.angle;
     f.unscaled_inv_freq[i] = theta;
@@ -360,7 +553,6 @@ Frequencies frequencies_from_ggml(const GgmlRopeParams& p) {
       weight = std::log(static_cast<double>(ff)) / std::log(largest_factor);
     }
     f.interpolation_weight[i] = weight;
-    theta *= theta_scale;
   }
   if (p.ext_factor != 0.0f) {
     f.correction_low = corr.lo;

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 
 #include "posenc/core/ggml.h"
 
@@ -24,7 +25,14 @@ float ggml_kernel_mscale(const GgmlRopeParams& params);
 // cos/sin (mscale folded in) of every pair at `position`, as ggml_rope_cache_init computes them:
 // the running product theta *= theta_scale from theta = (float)position. Outputs hold
 // n_dims / 2 entries each. Throws Error when position does not fit ggml's int32 positions.
+// For a multi mode: every axis at `position` (a text token of ggml_rope_multi).
 void ggml_cos_sin(const GgmlRopeParams& params, std::int64_t position, double* cos_out,
                   double* sin_out);
+
+// cos/sin of every pair (ggml_pair_count) of a ggml_rope_multi call at the token's four positions
+// (t, h, w, e), as ggml_mrope_cache_init computes them. Throws Error for a one-axis mode, a count
+// other than 4, or a position outside int32.
+void ggml_multi_cos_sin(const GgmlRopeParams& params, std::span<const std::int64_t> positions,
+                        double* cos_out, double* sin_out);
 
 }  // namespace posenc::detail

@@ -34,6 +34,7 @@ std::string list_str(std::span<const std::int64_t> v) {
 }
 
 std::string_view sections_field(AxisRule rule) {
+  if (rule == AxisRule::kGgml) return "sections";
   return rule == AxisRule::kXdrope ? "xdrope_section" : "mrope_section";
 }
 
@@ -421,7 +422,9 @@ void check_axis_map(const RopeSpec& spec, Checker& c) {
   const std::string field(sections_field(m.rule));
   std::int64_t sum = 0;
   for (const std::int64_t v : m.sections) sum += v;
-  if (sum != n || static_cast<std::int64_t>(m.slot_axis.size()) != n) {
+  // ggml's sections repeat cyclically (or run past the last pair): only the slot count must fit.
+  const bool cyclic = m.rule == AxisRule::kGgml;
+  if ((!cyclic && sum != n) || static_cast<std::int64_t>(m.slot_axis.size()) != n) {
     c.fail(field + " (" + list_str(m.sections) + ") sums to " + std::to_string(sum) +
            ", but rotary_dim / 2 is " + std::to_string(n) + " (rotary_dim " +
            std::to_string(spec.rotary_dim) +
@@ -609,6 +612,8 @@ std::string_view axis_rule_name(AxisRule rule) {
       return "ernie";
     case AxisRule::kXdrope:
       return "xdrope";
+    case AxisRule::kGgml:
+      return "ggml";
   }
   return "single";
 }

@@ -6,8 +6,8 @@ namespace {
 
 // llama_model_rope_type() in src/llama-model.cpp of llama.cpp at commit
 // 00342301d01add50835550e8a916f12097d94517, each LLM_ARCH_* written as its LLM_ARCH_NAMES
-// string (src/llama-arch.cpp). NORM rotates pairs (2i, 2i+1), NEOX pairs (i, i + n/2), MROPE is
-// NEOX with per-section positions (equal for text).
+// string (src/llama-arch.cpp). NORM rotates pairs (2i, 2i+1), NEOX pairs (i, i + n/2), MROPE and
+// IMROPE are NEOX pairs with ggml_rope_multi's per-section positions (t, h, w, e).
 constexpr ArchRope kArchRope[] = {
     // "these models do not use RoPE"
     {"clip", RopeType::kNone},
@@ -112,6 +112,10 @@ constexpr ArchRope kArchRope[] = {
     {"apertus", RopeType::kNeox},
     // LLAMA_ROPE_TYPE_MROPE
     {"qwen2vl", RopeType::kMrope},
+    // LLAMA_ROPE_TYPE_IMROPE: LLM_ARCH_QWEN3VL and LLM_ARCH_QWEN3VLMOE, added after the commit
+    // above (llama-model.cpp @0049e3cb, with ggml's IMROPE mode)
+    {"qwen3vl", RopeType::kImrope},
+    {"qwen3vlmoe", RopeType::kImrope},
 };
 
 }  // namespace

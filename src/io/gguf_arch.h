@@ -6,7 +6,7 @@
 
 namespace posenc::gguf_detail {
 
-enum class RopeType { kNone, kNorm, kNeox, kMrope };
+enum class RopeType { kNone, kNorm, kNeox, kMrope, kImrope };
 
 struct ArchRope {
   std::string_view arch;

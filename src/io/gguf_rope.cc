@@ -4,6 +4,7 @@
 // rope parameters: freq_scale, ext_factor, the yarn attention factor), src/llama-arch.cpp (key
 // and tensor names) and convert_hf_to_gguf.py (what each key was written from).
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <cmath>
 #include <cstdio>
@@ -66,6 +67,7 @@ class Mapper : GgufKeys {
     read_dims(s);
     read_scaling(s, out.ggml);
     s.max_position_embeddings = ctx_train_;
+    if (ggml_is_multi(mode_)) set_multi(out);
     finish(out);
     return out;
   }
@@ -95,13 +97,65 @@ class Mapper : GgufKeys {
         note("mode 2 (LLAMA_ROPE_TYPE_NEOX, pairs (i, i + n/2)) for architecture " + arch_);
         break;
       case RopeType::kMrope:
+      case RopeType::kImrope:
         s.layout = Layout::kHalfSplit;
-        mode_ = GgmlMode::kNeox;
-        warn("architecture " + arch_ +
-             " uses multi-section RoPE (LLAMA_ROPE_TYPE_MROPE); for text "
-             "tokens every section has the same position, which is half-split RoPE as shown");
+        mode_ = a->type == RopeType::kMrope ? GgmlMode::kMrope : GgmlMode::kImrope;
+        note(std::string(a->type == RopeType::kMrope ? "mode 8 (LLAMA_ROPE_TYPE_MROPE"
+                                                     : "mode 40 (LLAMA_ROPE_TYPE_IMROPE") +
+             ", ggml_rope_multi: pairs (i, i + n/2), positions [4, tokens] t, h, w, e) for "
+             "architecture " +
+             arch_);
         break;
     }
+    read_sections(a->type == RopeType::kMrope || a->type == RopeType::kImrope);
+  }
+
+  // {arch}.rope.dimension_sections: load_hparams' get_key_or_arr(LLM_KV_ROPE_DIMENSION_SECTIONS,
+  // rope_sections, 4), required for the multi-section types. GLM-4 / GLM-4-MoE switch to MROPE
+  // when it gives positive t and h sections (llama_model_rope_type: hparams.use_mrope()).
+  void read_sections(bool required) {
+    const std::string key = p_ + "rope.dimension_sections";
+    const bool glm = arch_ == "glm4" || arch_ == "glm4moe";
+    if (!required && !glm) return;  // not read: finish() warns about it if present
+    const GgufValue* v = get(key);
+    if (!v) {
+      if (required) {
+        fail(key + " is missing; llama.cpp requires it for " + arch_ +
+             "'s multi-section RoPE (ggml_rope_multi's sections t, h, w, e)");
+      }
+      return;
+    }
+    if (v->type != GgufType::kArray ||
+        (v->element_type != GgufType::kInt32 && v->element_type != GgufType::kUint32)) {
+      wrong_type(key, *v, "an array of 4 i32 (t, h, w, e)");
+    }
+    if (v->count != 4) {
+      fail(show(key, *v) + " must hold 4 sections (t, h, w, e: GGML_MROPE_SECTIONS), not " +
+           std::to_string(v->count));
+    }
+    for (std::uint64_t i = 0; i < 4; ++i) {
+      const double x = *v->number_at(i);
+      if (!(x >= 0 && x <= std::numeric_limits<std::int32_t>::max())) {
+        fail(show(key, *v) + ": section " + std::to_string(i) + " (" + detail::num(x) +
+             ") must be a non-negative int32");
+      }
+      sections_[i] = static_cast<int>(x);
+    }
+    if (glm) {
+      if (sections_[0] <= 0 || sections_[1] <= 0) {
+        sections_ = {};
+        note(key + " has no positive t and h sections: " + arch_ + " keeps one-axis RoPE");
+        return;
+      }
+      mode_ = GgmlMode::kMrope;
+      note("mode 8 (LLAMA_ROPE_TYPE_MROPE: " + arch_ + " with positive " + key +
+           " t and h sections, pairs (i, i + n/2))");
+    }
+    if (sections_[0] + sections_[1] + sections_[2] <= 0) {
+      fail(show(key, *v) + ": the t, h and w sections are all 0 (ggml_rope_multi asserts one " +
+           "is positive)");
+    }
+    origin("sections", key);
   }
 
   // head_dim and rotary_dim as load_hparams: n_embd_head_k = embedding_length / head_count
@@ -506,6 +560,31 @@ class Mapper : GgufKeys {
     }
   }
 
+  // ggml_rope_multi's sections into ggml's parameters, and the spec's axis map in ggml's sense
+  // (AxisRule::kGgml: 4 axes t, h, w, e; positions [4, tokens]).
+  void set_multi(GgufModel& out) {
+    GgmlRopeParams& g = out.ggml;
+    g.sections = sections_;
+    RopeSpec& s = out.config.spec;
+    try {
+      validate(g);
+      validate_head_dim(g, s.head_dim);
+      s.axis_map = ggml_axis_map(g);
+    } catch (const Error& e) {
+      fail_derived(std::string(e.what()) + " (" + origins_["sections"] + "; head_dim " +
+                   origins_["head_dim"] + ")");
+    }
+    std::string e_pairs;
+    for (std::size_t i = 0; i < s.axis_map.slot_axis.size(); ++i) {
+      if (s.axis_map.slot_axis[i] == 3)
+        e_pairs += (e_pairs.empty() ? "" : ", ") + std::to_string(i);
+    }
+    if (!e_pairs.empty()) {
+      note("pairs " + e_pairs + " read the fourth position axis e, which llama.cpp sets to 0 " +
+           "for text tokens (transformers reads t there)");
+    }
+  }
+
   // Validation, and every key not read: RoPE-looking ones are warnings, the rest ignored.
   void finish(GgufModel& out) {
     ModelConfig& c = out.config;
@@ -547,6 +626,7 @@ class Mapper : GgufKeys {
   std::string arch_;
   std::string p_;  // "ARCH."
   GgmlMode mode_ = GgmlMode::kNormal;
+  std::array<int, 4> sections_{};  // rope.dimension_sections, for the multi modes
   std::int64_t ctx_train_ = 0;
   std::optional<std::int64_t> orig_ctx_;
   std::map<std::string, std::string> origins_;  // field -> "from KEY (value)"; see origin()

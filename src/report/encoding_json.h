@@ -14,7 +14,8 @@
 namespace posenc::detail {
 
 // rope_type, numerics, seq_len, head_dim, rotary_dim, rotary_offset, layout, attention_factor
-// and softmax_scale_multiplier of `f` (and its spec) into the object `j`.
+// and softmax_scale_multiplier of `f` (and its spec) into the object `j`; for a ggml_rope_multi
+// call also ggml_mode and ggml_sections.
 inline void put_encoding_json(nlohmann::json& j, const Frequencies& f) {
   const RopeSpec& s = f.spec;
   j["rope_type"] = method_name(s);
@@ -26,6 +27,10 @@ inline void put_encoding_json(nlohmann::json& j, const Frequencies& f) {
   j["layout"] = std::string(layout_name(s.layout));
   j["attention_factor"] = f.attention_factor;
   j["softmax_scale_multiplier"] = f.softmax_scale_multiplier;
+  if (f.ggml && ggml_is_multi(f.ggml->mode)) {  // ggml_rope_multi: its mode and sections
+    j["ggml_mode"] = std::string(ggml_mode_name(f.ggml->mode));
+    j["ggml_sections"] = f.ggml->sections;
+  }
 }
 
 // `j` as the tool prints it (dump(2)); text that is not UTF-8 (a file name, a GGUF string) gets

@@ -33,7 +33,8 @@ void cos_sin_at(const Frequencies& freqs, std::span<const std::int64_t> axis_pos
                 std::span<double> cos_out, std::span<double> sin_out);
 
 // Whether transformers takes cos/sin over the gathered angles (Qwen3-VL, ERNIE) rather than
-// gathering slots from per-axis cos/sin rows: only the hf numerics can tell them apart.
+// gathering slots from per-axis cos/sin rows: only the hf numerics can tell them apart. Also true
+// for ggml_rope_multi's modes (kGgml with a multi mode), whose rows come from their own ladder.
 bool gathers_angles(const Frequencies& freqs);
 
 // What transformers' rotary forward (LlamaRotaryEmbedding and its siblings) returns for

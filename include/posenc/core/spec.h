@@ -75,6 +75,7 @@ enum class AxisRule {
   kInterleaved,  // Qwen3-VL mrope_interleaved: j%3==1 && j<3 s_h -> h, j%3==2 && j<3 s_w -> w
   kErnie,        // ERNIE-4.5-VL: sections (s_h, s_w, s_t); j < s_h + s_w alternates h, w; then t
   kXdrope,       // HunYuan-VL XD-RoPE: 4 contiguous sections, positions ordered p, w, h, t
+  kGgml,         // ggml_rope_multi (ggml.h ggml_axis_map): 4 axes t, h, w, e; sections repeat
 };
 
 struct AxisMap {
@@ -100,7 +101,7 @@ AxisMap xdrope_sections(std::span<const std::int64_t> sections);
 
 // "t", "h", "w", "e" (XD-RoPE: "p", "w", "h", "t") for axis a of `map`.
 std::string_view axis_name(const AxisMap& map, std::int64_t axis);
-// "single", "contiguous", "interleaved", "ernie", "xdrope".
+// "single", "contiguous", "interleaved", "ernie", "xdrope", "ggml".
 std::string_view axis_rule_name(AxisRule rule);
 // The axis slot j reads: map.slot_axis[j], 0 for a one-axis map.
 inline std::int64_t slot_axis(const AxisMap& map, std::int64_t j) {

@@ -164,8 +164,11 @@ GgufFile read_gguf(const std::filesystem::path& path);
 //                                      0.1 x mscale_all_dim, which llama.cpp divides back
 //   ARCH.rope.scaling.yarn_ext_factor / yarn_attn_factor / yarn_beta_fast / yarn_beta_slow
 //   tensors rope_factors_short/long    longrope short_factor / long_factor
+//   ARCH.rope.dimension_sections       4 i32 (t, h, w, e): ggml.sections, and spec.axis_map =
+//                                      ggml_axis_map (rule kGgml, positions [4, tokens])
 // layout: llama.cpp's rope type of the architecture (LLAMA_ROPE_TYPE_NORM: interleaved;
-// NEOX and MROPE: half-split; NONE: refused). A rope_freqs tensor (Llama 3 scaling,
+// NEOX, MROPE (qwen2vl; glm4 / glm4moe with positive t and h sections) and IMROPE (qwen3vl,
+// qwen3vlmoe): half-split, ggml.mode the ggml mode; NONE: refused). A rope_freqs tensor (Llama 3 scaling,
 // precomputed by the converter) cannot be turned back into llama3 parameters: the spec keeps
 // the method the keys say and carries the tensor as spec.freq_factors (and ggml.freq_factors),
 // so every numerics divides by it as llama.cpp does; LongRoPE tensors beside another scaling
@@ -175,7 +178,7 @@ GgufFile read_gguf(const std::filesystem::path& path);
 // this mapping does not apply are warnings; other keys are listed in config.ignored_keys.
 struct GgufModel {
   ModelConfig config;
-  GgmlRopeParams ggml;             // what llama.cpp passes to ggml_rope_ext at sequence length 0
+  GgmlRopeParams ggml;  // what llama.cpp passes to ggml_rope_ext / _multi at sequence length 0
   std::vector<std::string> notes;  // where each of ggml's parameters came from
 };
 
