@@ -114,7 +114,7 @@ void cos_sin_at(const Frequencies& freqs, std::int64_t position, std::span<doubl
 bool gathers_angles(const Frequencies& freqs) {
   const AxisRule rule = freqs.spec.axis_map.rule;
   return freqs.numerics == Numerics::kHf &&
-         (rule == AxisRule::kInterleaved || rule == AxisRule::kErnie);
+         (rule == AxisRule::kInterleaved || rule == AxisRule::kErnie || rule == AxisRule::kVision);
 }
 
 void cos_sin_at(const Frequencies& freqs, std::span<const std::int64_t> axis_positions,

@@ -50,6 +50,13 @@ void divide_by_freq_factors(const RopeSpec& spec, bool float32, detail::MethodRe
   }
 }
 
+std::string sections_text(const AxisMap& map) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < map.sections.size(); ++i)
+    out += (i ? ", " : "") + std::to_string(map.sections[i]);
+  return out + "]";
+}
+
 std::string fields_of(const RopeSpec& spec) {
   std::string out =
       "rope_theta " + detail::num(spec.rope_theta) + ", factor " + detail::num(spec.factor);
@@ -102,7 +109,11 @@ Frequencies compute_frequencies(const RopeSpec& spec, Numerics numerics, std::in
     throw Error("seq_len (" + std::to_string(seq_len) + ") must not be negative");
   }
   validate(spec);
-  const detail::MethodFn method = detail::find_method(spec);
+  const detail::MethodFn method =
+      spec.axis_map.rule == AxisRule::kVision
+          ? [](const RopeSpec& s, std::int64_t,
+               bool float32) { return detail::vision_frequencies(s, float32); }
+          : detail::find_method(spec);
   switch (numerics) {
     case Numerics::kPrecise: {
       detail::MethodResult r = method(spec, seq_len, false);
@@ -119,6 +130,12 @@ Frequencies compute_frequencies(const RopeSpec& spec, Numerics numerics, std::in
       return f;
     }
     case Numerics::kGgml: {
+      if (spec.axis_map.rule == AxisRule::kVision) {
+        throw Error(
+            "numerics ggml: the vision axis map (sections " + sections_text(spec.axis_map) +
+            ") is ggml's GGML_ROPE_TYPE_VISION mode, whose running-product ladder restarts per "
+            "section; compute it with --numerics precise or hf");
+      }
       // The angles are ggml's; the per-pair weights and DeepSeek's softmax multiplier are
       // properties of the method, not of ggml's arithmetic, so they come from the precise path.
       detail::MethodResult r = method(spec, seq_len, false);
