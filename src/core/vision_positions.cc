@@ -22,7 +22,7 @@ bool is_qwen(VisionTowerModel m) { return m != VisionTowerModel::kLlama4; }
 std::vector<std::int64_t> window_order(const VisionTower& tower, const VisionGrid& g) {
   const std::int64_t m = tower.spatial_merge_size;
   const std::int64_t unit = m * tower.patch_size;
-  if (tower.window_size <= 0 || tower.window_size % unit != 0) {
+  if (unit <= 0 || tower.window_size <= 0 || tower.window_size % unit != 0) {
     throw Error("vision_config.window_size (" + std::to_string(tower.window_size) +
                 ") must be a positive multiple of spatial_merge_size * patch_size (" +
                 std::to_string(m) + " * " + std::to_string(tower.patch_size) + " = " +

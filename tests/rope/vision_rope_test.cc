@@ -78,6 +78,11 @@ TEST(VisionAxisMap, BadSectionsAndSpecsAreRefusedNamingTheValue) {
   sum.axis_map = posenc::vision_sections(Sections{20, 10});
   EXPECT_THAT(error_of([&] { posenc::validate(sum); }),
               HasSubstr("vision sections ([20, 10]) sums to 30, but rotary_dim / 2 is 40"));
+  // A hand-built map whose sections do not match its axes.
+  posenc::RopeSpec axes = s;
+  axes.axis_map.sections = {20, 10, 10};
+  EXPECT_THAT(error_of([&] { posenc::validate(axes); }),
+              HasSubstr("vision sections ([20, 10, 10]) must have one entry per axis (2)"));
   posenc::RopeSpec yarn = s;
   yarn.method = posenc::Method::kYarn;
   yarn.factor = 2;
@@ -194,6 +199,12 @@ TEST(VisionPositions, BadGridsAreRefusedNamingTheValue) {
               }),
               HasSubstr("vision_config.window_size (100) must be a positive multiple of "
                         "spatial_merge_size * patch_size (2 * 14 = 28)"));
+  w.window_size = 112;
+  w.patch_size = 0;
+  EXPECT_THAT(error_of([&] {
+                posenc::vision_positions(w, {1, 4, 4}, true);
+              }),
+              HasSubstr("(2 * 0 = 0)"));
   EXPECT_THAT(error_of([] {
                 posenc::vision_positions(Llama4(), {1, 24, 20}, false);
               }),
