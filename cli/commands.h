@@ -47,8 +47,13 @@ void add_generate(CLI::App& app);
 // `posenc eval --model M --text T`: perplexity for every (RoPE scaling method, context).
 void add_eval(CLI::App& app);
 
-// `posenc mrope-positions CONFIG --layout LAYOUT [--rule hf-4.5|hf-5.3] [--json]`: M-RoPE
+// `posenc mrope-positions CONFIG --layout LAYOUT [--rule hf-4.5|hf-5.3] [--json] [--cos-sin
+// --numerics precise|hf]`: M-RoPE
 // position ids [3, tokens] and rope_deltas of text, images and videos for a VL model.
 void add_mrope_positions(CLI::App& app);
+
+// `posenc vision-positions CONFIG [--grid TxHxW] [--window] [--json] [--cos-sin --numerics N]`:
+// a vision tower's 2D RoPE positions (and cos/sin) of its patches.
+void add_vision_positions(CLI::App& app);
 
 }  // namespace posenc::cli

@@ -29,6 +29,7 @@ int main(int argc, char** argv) {
   posenc::cli::add_generate(app);
   posenc::cli::add_eval(app);
   posenc::cli::add_mrope_positions(app);
+  posenc::cli::add_vision_positions(app);
   std::string commands;
   bool known = false;
   const CLI::App& all = app;

@@ -1,6 +1,7 @@
-// `posenc mrope-positions CONFIG --layout LAYOUT [--rule hf-4.5|hf-5.3] [--json]`: the M-RoPE
-// position ids [3, tokens] and rope_deltas of a prompt of text, images and videos
-// (posenc/core/mrope_positions.h), for a VL model's config.json (posenc/io/vision_config.h).
+// `posenc mrope-positions CONFIG --layout LAYOUT [--rule hf-4.5|hf-5.3] [--json] [--cos-sin
+// --numerics precise|hf]`: the M-RoPE position ids [3, tokens] and rope_deltas of a prompt of
+// text, images and videos (posenc/core/mrope_positions.h), for a VL model's config.json
+// (posenc/io/vision_config.h), and the text rotary embedding's cos/sin at them.
 #include <algorithm>
 #include <iostream>
 #include <memory>
@@ -13,7 +14,11 @@
 #include "commands.h"
 #include "options.h"
 #include "output.h"
+#include "posenc/core/cos_sin.h"
+#include "posenc/core/error.h"
+#include "posenc/core/frequencies.h"
 #include "posenc/core/mrope_positions.h"
+#include "posenc/io/config.h"
 #include "posenc/io/vision_config.h"
 
 namespace posenc::cli {
@@ -24,7 +29,63 @@ struct Options {
   std::string layout;
   std::string rule = "hf-4.5";
   bool json = false;
+  bool cos_sin = false;
+  std::string numerics;
 };
+
+// The text model's cos and sin at the ids, [tokens][rotary_dim], as transformers' rotary forward
+// returns them after the section selection (rotary_forward_cos_sin, cat(freqs, freqs)).
+struct TextCosSin {
+  std::int64_t width = 0;
+  std::vector<float> cos, sin;
+  std::string numerics;
+};
+
+TextCosSin text_cos_sin(const Options& o, const MropePositions& p) {
+  if (!o.numerics.empty() && !o.cos_sin) {
+    throw Error("--numerics (" + o.numerics + ") chooses how --cos-sin computes cos and sin; " +
+                "give --cos-sin too");
+  }
+  TextCosSin out;
+  if (!o.cos_sin) return out;
+  const Numerics numerics =
+      parse_numerics(o.numerics.empty() ? "precise" : o.numerics, "--numerics");
+  if (numerics == Numerics::kGgml) {
+    throw Error(
+        "--numerics (ggml): --cos-sin gives cos/sin as transformers returns them; "
+        "expected precise or hf");
+  }
+  const ModelConfig model = load_hf_config(o.config);
+  warn_all(model.warnings);
+  if (axis_count(model.spec) != 3) {
+    throw Error(o.config + ": the text RoPE has a " +
+                std::string(axis_rule_name(model.spec.axis_map.rule)) + " axis map (" +
+                std::to_string(axis_count(model.spec)) +
+                " position axes); --cos-sin needs the three-axis M-RoPE of mrope_section");
+  }
+  std::int64_t top = 0;
+  std::vector<std::int64_t> flat;
+  for (const auto& axis : p.ids) {
+    flat.insert(flat.end(), axis.begin(), axis.end());
+    for (const std::int64_t v : axis) top = std::max(top, v);
+  }
+  const Frequencies f = compute_frequencies(model.spec, numerics, top + 1);
+  out.width = 2 * f.pair_count();
+  out.numerics = std::string(numerics_name(numerics));
+  out.cos.resize(static_cast<std::size_t>(p.tokens() * out.width));
+  out.sin.resize(out.cos.size());
+  rotary_forward_cos_sin(f, flat, 1, true, out.cos, out.sin);
+  return out;
+}
+
+nlohmann::json rows(const std::vector<float>& v, std::int64_t width) {
+  nlohmann::json out = nlohmann::json::array();
+  for (std::size_t k = 0; k < v.size(); k += static_cast<std::size_t>(width)) {
+    out.push_back(std::vector<double>(v.begin() + static_cast<std::ptrdiff_t>(k),
+                                      v.begin() + static_cast<std::ptrdiff_t>(k) + width));
+  }
+  return out;
+}
 
 constexpr std::int64_t kColumns = 16;  // tokens per block of the table
 
@@ -57,6 +118,7 @@ void run(const Options& o) {
   const VisionConfig config = load_vision_config(o.config);
   warn_all(config.warnings);
   const MropePositions p = mrope_positions(layout, config.vision, rule);
+  const TextCosSin cs = text_cos_sin(o, p);
   const MropeVision& v = config.vision;
   const MropeRule other = rule == MropeRule::kHf45 ? MropeRule::kHf53 : MropeRule::kHf45;
   const std::optional<std::int64_t> differ =
@@ -74,6 +136,12 @@ void run(const Options& o) {
                      {"rope_deltas", p.rope_deltas}};
     j["rules_first_differ_at"] = differ ? nlohmann::json(*differ) : nlohmann::json(nullptr);
     if (v.model == MropeModel::kQwen25Vl) j["tokens_per_second"] = v.tokens_per_second;
+    if (o.cos_sin) {
+      j["numerics"] = cs.numerics;
+      j["width"] = cs.width;
+      j["cos"] = rows(cs.cos, cs.width);
+      j["sin"] = rows(cs.sin, cs.width);
+    }
     std::cout << j.dump() << "\n";
     return;
   }
@@ -93,6 +161,20 @@ void run(const Options& o) {
     fmt::print("{} gives other ids from token {} on\n", mrope_rule_name(other), *differ);
   } else {
     fmt::print("{} gives the same ids\n", mrope_rule_name(other));
+  }
+  if (!o.cos_sin) return;
+  fmt::print(
+      "\ncos / sin ({}, [tokens][{}], the text rotary embedding's after the section "
+      "selection)\n",
+      cs.numerics, cs.width);
+  for (std::int64_t k = 0; k < p.tokens(); ++k) {
+    std::string c = fmt::format("{:>5} cos", k), s = "      sin";
+    for (std::int64_t j = 0; j < cs.width; ++j) {
+      const auto i = static_cast<std::size_t>(k * cs.width + j);
+      c += fmt::format(" {:.9g}", cs.cos[i]);
+      s += fmt::format(" {:.9g}", cs.sin[i]);
+    }
+    fmt::print("{}\n{}\n", c, s);
   }
 }
 
@@ -124,6 +206,13 @@ void add_mrope_positions(CLI::App& app) {
       "--json", o->json,
       "One JSON object: position_ids [3][tokens], rope_deltas, rule, layout, tokens, "
       "rules_first_differ_at (the first token the other rule places differently, or null)");
+  cmd->add_flag("--cos-sin", o->cos_sin,
+                "Also the text RoPE's cos and sin [tokens][rotary_dim] at these ids, as "
+                "transformers returns them after the mrope_section selection (keys cos, sin)");
+  add_text(cmd, "--numerics", o->numerics,
+           "With --cos-sin: precise (float64, rounded once) or hf (transformers' float32, bit "
+           "for bit)",
+           "NUMERICS");
   cmd->callback([o] { run(*o); });
 }
 

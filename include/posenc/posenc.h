@@ -30,6 +30,7 @@
 #include "posenc/core/sinusoidal.h"
 #include "posenc/core/spec.h"
 #include "posenc/core/threads.h"
+#include "posenc/core/vision_positions.h"
 #include "posenc/io/config.h"
 #include "posenc/io/extend.h"
 #include "posenc/io/gguf.h"

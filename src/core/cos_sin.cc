@@ -121,7 +121,7 @@ bool gathers_angles(const Frequencies& freqs) {
   // ggml_rope_multi's VISION restarts the ladder per section: no one-axis row holds its angles.
   if (ggml_multi(freqs)) return true;
   return freqs.numerics == Numerics::kHf &&
-         (rule == AxisRule::kInterleaved || rule == AxisRule::kErnie);
+         (rule == AxisRule::kInterleaved || rule == AxisRule::kErnie || rule == AxisRule::kVision);
 }
 
 void cos_sin_at(const Frequencies& freqs, std::span<const std::int64_t> axis_positions,

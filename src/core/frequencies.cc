@@ -50,6 +50,13 @@ void divide_by_freq_factors(const RopeSpec& spec, bool float32, detail::MethodRe
   }
 }
 
+std::string sections_text(const AxisMap& map) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < map.sections.size(); ++i)
+    out += (i ? ", " : "") + std::to_string(map.sections[i]);
+  return out + "]";
+}
+
 std::string fields_of(const RopeSpec& spec) {
   std::string out =
       "rope_theta " + detail::num(spec.rope_theta) + ", factor " + detail::num(spec.factor);
@@ -95,6 +102,29 @@ detail::MethodResult checked(const RopeSpec& spec, std::int64_t seq_len, detail:
   return r;
 }
 
+// A vision spec in ggml numerics is llama.cpp's clip call ggml_rope_multi(..., n_dims = n,
+// sections, GGML_ROPE_TYPE_VISION, ...): NeoX pairs across the whole head, each section restarting
+// its running product. ggml has no adjacent-pair VISION mode (Llama 4's tower), so that is refused.
+Frequencies ggml_vision_frequencies(const RopeSpec& spec) {
+  const AxisMap& map = spec.axis_map;
+  if (spec.layout != Layout::kHalfSplit || spec.rotary_dim != spec.head_dim ||
+      spec.rotary_offset != 0 || map.sections.size() > 4) {
+    throw Error("numerics ggml: the vision axis map (sections " + sections_text(map) + ", layout " +
+                std::string(layout_name(spec.layout)) + ", rotary_dim " +
+                std::to_string(spec.rotary_dim) + " of head_dim " + std::to_string(spec.head_dim) +
+                ") has no ggml_rope_multi VISION equivalent, which rotates half-split pairs over "
+                "the whole head in at most 4 sections; compute it with --numerics precise or hf");
+  }
+  GgmlRopeParams p;
+  p.n_dims = static_cast<int>(pair_count(spec));
+  p.mode = GgmlMode::kVision;
+  p.freq_base = static_cast<float>(spec.rope_theta);
+  for (std::size_t k = 0; k < map.sections.size(); ++k) {
+    p.sections[k] = static_cast<int>(map.sections[k]);
+  }
+  return frequencies_from_ggml(p);
+}
+
 }  // namespace
 
 Frequencies compute_frequencies(const RopeSpec& spec, Numerics numerics, std::int64_t seq_len) {
@@ -102,7 +132,11 @@ Frequencies compute_frequencies(const RopeSpec& spec, Numerics numerics, std::in
     throw Error("seq_len (" + std::to_string(seq_len) + ") must not be negative");
   }
   validate(spec);
-  const detail::MethodFn method = detail::find_method(spec);
+  const detail::MethodFn method =
+      spec.axis_map.rule == AxisRule::kVision
+          ? [](const RopeSpec& s, std::int64_t,
+               bool float32) { return detail::vision_frequencies(s, float32); }
+          : detail::find_method(spec);
   switch (numerics) {
     case Numerics::kPrecise: {
       detail::MethodResult r = method(spec, seq_len, false);
@@ -119,6 +153,7 @@ Frequencies compute_frequencies(const RopeSpec& spec, Numerics numerics, std::in
       return f;
     }
     case Numerics::kGgml: {
+      if (spec.axis_map.rule == AxisRule::kVision) return ggml_vision_frequencies(spec);
       // The angles are ggml's; the per-pair weights and DeepSeek's softmax multiplier are
       // properties of the method, not of ggml's arithmetic, so they come from the precise path.
       detail::MethodResult r = method(spec, seq_len, false);

@@ -466,6 +466,33 @@ const Entry& entry(Method method, YarnRamp ramp) {
 
 }  // namespace
 
+namespace {
+
+// Vision towers: `1.0 / (theta ** (arange(0, dim, 2).float() / dim))` over one exponent tensor
+// of max(sections) entries (dim = n; head_dim / 4 entries in Qwen2-VL's VisionRotaryEmbedding
+// and Llama4VisionRotaryEmbedding), and slot j reads entry j - start(j).
+template <typename T>
+MethodResult vision(const RopeSpec& spec) {
+  const AxisMap& map = spec.axis_map;
+  const std::int64_t n = spec.rotary_dim / 2;
+  std::int64_t longest = 0;
+  for (const std::int64_t s : map.sections) longest = std::max(longest, s);
+  std::vector<T> ladder = rpow(static_cast<T>(spec.rope_theta), exponents<T>(longest, n));
+  for (T& x : ladder) x = T(1) / x;
+  std::vector<T> inv(static_cast<std::size_t>(n));
+  for (std::int64_t j = 0; j < n; ++j)
+    inv[static_cast<std::size_t>(j)] = ladder[static_cast<std::size_t>(j - section_start(map, j))];
+  MethodResult r = finish(inv, inv, std::vector<double>(inv.size(), 0.0));
+  r.base = spec.rope_theta;
+  return r;
+}
+
+}  // namespace
+
+MethodResult vision_frequencies(const RopeSpec& spec, bool float32) {
+  return float32 ? vision<float>(spec) : vision<double>(spec);
+}
+
 MethodFn find_method(const RopeSpec& spec) { return entry(spec.method, spec.yarn.ramp).fn; }
 
 double yarn_attention_factor(const YarnParams& yarn, double scale) {

@@ -34,6 +34,9 @@ using MethodFn = MethodResult (*)(const RopeSpec& spec, std::int64_t seq_len, bo
 // The function of the spec's method (the registry of src/core/methods.cc).
 MethodFn find_method(const RopeSpec& spec);
 
+// The restarted ladder of the vision axis map (AxisRule::kVision; plain RoPE only, validated).
+MethodResult vision_frequencies(const RopeSpec& spec, bool float32);
+
 // The attention factor YaRN uses at scale s (explicit value, mscale ratio or g(s, 1)).
 double yarn_attention_factor(const YarnParams& yarn, double scale);
 

@@ -35,6 +35,7 @@ std::string list_str(std::span<const std::int64_t> v) {
 
 std::string_view sections_field(AxisRule rule) {
   if (rule == AxisRule::kGgml) return "sections";
+  if (rule == AxisRule::kVision) return "vision sections";
   return rule == AxisRule::kXdrope ? "xdrope_section" : "mrope_section";
 }
 
@@ -438,6 +439,24 @@ void check_axis_map(const RopeSpec& spec, Checker& c) {
              std::to_string(m.axes) + ")");
     }
   }
+  if (m.rule == AxisRule::kVision) {
+    // The restarted ladder is defined for plain RoPE only: no vision tower scales it, and a
+    // method's per-pair formula (YaRN's ramp, llama3's bands) has no restarted form to follow.
+    if (spec.method != Method::kNone) {
+      c.fail("rope_type (\"" + method_name(spec) + "\") cannot be used with the vision axis map (" +
+             list_str(m.sections) +
+             "): its restarted frequency ladder takes rope_type default only");
+    }
+    if (!spec.freq_factors.empty()) {
+      c.fail("freq_factors (" + std::to_string(spec.freq_factors.size()) +
+             " entries) cannot be used with the vision axis map: its ladder restarts per "
+             "section, so no per-pair divisor is defined");
+    }
+    if (static_cast<std::int64_t>(m.sections.size()) != m.axes) {
+      c.fail("vision sections (" + list_str(m.sections) + ") must have one entry per axis (" +
+             std::to_string(m.axes) + ")");
+    }
+  }
 }
 
 }  // namespace
@@ -588,6 +607,34 @@ AxisMap xdrope_sections(std::span<const std::int64_t> sections) {
   return contiguous(AxisRule::kXdrope, sections, 4);
 }
 
+AxisMap vision_sections(std::span<const std::int64_t> sections) {
+  if (sections.size() < 2 || sections.size() > 4) {
+    throw Error("vision sections (" + list_str(sections) +
+                ") must have 2 to 4 entries (one per position axis), got " +
+                std::to_string(sections.size()));
+  }
+  check_sections(AxisRule::kVision, sections, sections.size());
+  for (std::size_t k = 0; k < sections.size(); ++k) {
+    if (sections[k] == 0) {
+      // ggml lets an empty section block the next restart; no model ships one.
+      throw Error("vision sections[" + std::to_string(k) + "] (0) must be at least 1: every " +
+                  "axis of a vision map reads its own section of slots");
+    }
+  }
+  AxisMap m = contiguous(AxisRule::kVision, sections, static_cast<std::int64_t>(sections.size()));
+  return m;
+}
+
+std::int64_t section_start(const AxisMap& map, std::int64_t j) {
+  if (map.rule != AxisRule::kVision) return 0;
+  std::int64_t start = 0;
+  for (const std::int64_t s : map.sections) {
+    if (j < start + s) return start;
+    start += s;
+  }
+  return start;
+}
+
 void set_glm4v_mrope(RopeSpec& spec, std::span<const std::int64_t> sections) {
   if (spec.head_dim <= 0 || spec.head_dim % 4 != 0) {
     throw Error("GLM-4.1V: head_dim (" + std::to_string(spec.head_dim) +
@@ -614,6 +661,8 @@ std::string_view axis_rule_name(AxisRule rule) {
       return "xdrope";
     case AxisRule::kGgml:
       return "ggml";
+    case AxisRule::kVision:
+      return "vision";
   }
   return "single";
 }
@@ -621,7 +670,9 @@ std::string_view axis_rule_name(AxisRule rule) {
 std::string_view axis_name(const AxisMap& map, std::int64_t axis) {
   static constexpr std::string_view kThw[] = {"t", "h", "w", "e"};
   static constexpr std::string_view kPwht[] = {"p", "w", "h", "t"};
+  static constexpr std::string_view kSections[] = {"s0", "s1", "s2", "s3"};
   if (axis < 0 || axis > 3) return "?";
+  if (map.rule == AxisRule::kVision) return kSections[axis];
   return map.rule == AxisRule::kXdrope ? kPwht[axis] : kThw[axis];
 }
 

@@ -282,3 +282,50 @@ TEST(GgmlMulti, ValidateRefusesBadSectionsAndShapes) {
 }
 
 }  // namespace
+
+namespace {
+
+// A vision tower's spec (vision_sections) in ggml numerics is llama.cpp's clip call for the
+// Qwen2-VL towers: ggml_rope_multi(q, pos, nullptr, d_head / 2, {d_head / 4, d_head / 4, ...},
+// GGML_ROPE_TYPE_VISION, 32768, 10000, 1, 0, 1, 32, 1). Its rows equal the reference's.
+TEST(GgmlMulti, AVisionSpecInGgmlNumericsIsTheVisionMode) {
+  const std::int64_t head_dim = 80;  // Qwen2-VL's ViT: embed_dim 1280 / 16 heads
+  posenc::RopeSpec spec;
+  spec.head_dim = head_dim;
+  spec.rotary_dim = head_dim;
+  spec.rope_theta = 10000.0;
+  const std::int64_t sections[] = {head_dim / 4, head_dim / 4};
+  spec.axis_map = posenc::vision_sections(sections);
+  const posenc::Frequencies f = posenc::compute_frequencies(spec, posenc::Numerics::kGgml);
+  ASSERT_EQ(f.spec.axis_map.axes, 4);
+
+  posenc_ggml::MultiParams m;
+  m.rope.n_dims = static_cast<int>(head_dim / 2);
+  m.rope.freq_base = 10000.0f;
+  m.mode = posenc_ggml::MultiMode::kVision;
+  m.sections = {static_cast<int>(head_dim / 4), static_cast<int>(head_dim / 4), 0, 0};
+  m.ne0 = static_cast<int>(head_dim);
+  const std::size_t n = f.inv_freq.size();
+  ASSERT_EQ(n, static_cast<std::size_t>(head_dim / 2));
+  for (const Pos& p : Positions()) {
+    const std::int64_t ap[4] = {p[0], p[1], p[2], p[3]};
+    std::vector<double> cs(n), sn(n);
+    posenc::cos_sin_at(f, ap, cs, sn);
+    const std::vector<float> ref = posenc_ggml::MultiCache(m, p, 1.0f);
+    for (std::size_t i = 0; i < n; ++i) {
+      ASSERT_EQ(static_cast<float>(cs[i]), ref[2 * i]) << p[0] << "," << p[1] << " pair " << i;
+      ASSERT_EQ(static_cast<float>(sn[i]), ref[2 * i + 1]) << p[0] << " pair " << i;
+    }
+  }
+
+  // Llama 4's tower rotates adjacent pairs, which ggml's VISION mode cannot.
+  spec.layout = posenc::Layout::kInterleaved;
+  try {
+    (void)posenc::compute_frequencies(spec, posenc::Numerics::kGgml);
+    FAIL() << "an interleaved vision spec has no ggml VISION equivalent";
+  } catch (const posenc::Error& e) {
+    EXPECT_THAT(e.what(), testing::HasSubstr("layout interleaved"));
+  }
+}
+
+}  // namespace

@@ -32,9 +32,10 @@ void cos_sin_at(const Frequencies& freqs, std::int64_t position, std::span<doubl
 void cos_sin_at(const Frequencies& freqs, std::span<const std::int64_t> axis_positions,
                 std::span<double> cos_out, std::span<double> sin_out);
 
-// Whether transformers takes cos/sin over the gathered angles (Qwen3-VL, ERNIE) rather than
-// gathering slots from per-axis cos/sin rows: only the hf numerics can tell them apart. Also true
-// for ggml_rope_multi's modes (kGgml with a multi mode), whose rows come from their own ladder.
+// Whether transformers takes cos/sin over the gathered angles (Qwen3-VL, ERNIE, the vision
+// towers' cat(rotary_pos_emb, rotary_pos_emb)) rather than gathering slots from per-axis cos/sin
+// rows: only the hf numerics can tell them apart. Also true for ggml_rope_multi's modes (kGgml
+// with a multi mode), whose rows come from their own ladder.
 bool gathers_angles(const Frequencies& freqs);
 
 // What transformers' rotary forward (LlamaRotaryEmbedding and its siblings) returns for

@@ -76,6 +76,8 @@ enum class AxisRule {
   kErnie,        // ERNIE-4.5-VL: sections (s_h, s_w, s_t); j < s_h + s_w alternates h, w; then t
   kXdrope,       // HunYuan-VL XD-RoPE: 4 contiguous sections, positions ordered p, w, h, t
   kGgml,         // ggml_rope_multi (ggml.h ggml_axis_map): 4 axes t, h, w, e; sections repeat
+  kVision,       // ViT 2D RoPE (Qwen2-VL..3-VL, Llama 4, ggml VISION): contiguous sections whose
+                 // frequency ladder restarts: slot j has w = b^(-2 (j - start(j)) / n)
 };
 
 struct AxisMap {
@@ -98,10 +100,19 @@ AxisMap ernie_mrope(std::span<const std::int64_t> sections);
 // HunYuan-VL XD-RoPE xdrope_section [s_0..s_3] (vLLM xdrope.py): four contiguous sections over
 // four axes, positions [4, tokens] ordered p, w, h, t.
 AxisMap xdrope_sections(std::span<const std::int64_t> sections);
+// Vision towers' 2D RoPE, sections [s_0, s_1(, ...)] (2 to 4, each > 0): section k -> axis k, and
+// each section restarts the ladder, w_j = b^(-2 (j - start(j)) / n), n = rotary_dim / 2 (Qwen2-VL
+// VisionRotaryEmbedding(head_dim/2): [s_0, s_1] = [head_dim/4, head_dim/4], axes (row, col);
+// Llama4VisionRotaryEmbedding: the same sections, axes (x, y) = (col + 1, row + 1); ggml VISION).
+// Only plain RoPE (rope_type default, no freq_factors) takes it.
+AxisMap vision_sections(std::span<const std::int64_t> sections);
+// The first slot of the section slot j is in (0 for maps without a restarted ladder).
+std::int64_t section_start(const AxisMap& map, std::int64_t j);
 
-// "t", "h", "w", "e" (XD-RoPE: "p", "w", "h", "t") for axis a of `map`.
+// "t", "h", "w", "e" (XD-RoPE: "p", "w", "h", "t"; vision: "s0".."s3", section k's coordinate)
+// for axis a of `map`.
 std::string_view axis_name(const AxisMap& map, std::int64_t axis);
-// "single", "contiguous", "interleaved", "ernie", "xdrope", "ggml".
+// "single", "contiguous", "interleaved", "ernie", "xdrope", "ggml", "vision".
 std::string_view axis_rule_name(AxisRule rule);
 // The axis slot j reads: map.slot_axis[j], 0 for a one-axis map.
 inline std::int64_t slot_axis(const AxisMap& map, std::int64_t j) {

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "posenc/core/mrope_positions.h"
+#include "posenc/core/vision_positions.h"
 
 namespace posenc {
 
@@ -35,5 +36,25 @@ struct VisionConfig {
 VisionConfig parse_vision_config(std::string_view json_text, std::string_view source);
 // Reads the file (at most kMaxConfigBytes) and parses it.
 VisionConfig load_vision_config(const std::filesystem::path& path);
+
+// The vision tower of a VL config.json (its vision_config), for 2D RoPE (core/vision_positions.h):
+//   qwen2_vl             embed_dim / num_heads (hidden_size is the merger's output there),
+//                        patch_size, spatial_merge_size
+//   qwen2_5_vl           hidden_size / num_heads, patch_size, spatial_merge_size, window_size,
+//                        fullatt_block_indexes
+//   qwen3_vl(_moe)       hidden_size / num_heads, patch_size, spatial_merge_size
+//   llama4               hidden_size / num_attention_heads, image_size, patch_size, rope_theta
+// The head keys are required; a missing patch_size, spatial_merge_size, window_size, image_size
+// or rope_theta takes transformers' vision config default with a warning.
+struct VisionTowerConfig {
+  std::string model_type;
+  VisionTower tower;
+  std::vector<std::int64_t> fullatt_block_indexes;  // Qwen2.5-VL: layers with full attention
+  std::vector<std::string> warnings;
+};
+// Throws Error naming the key and the value: no vision_config, a model_type without a tower
+// posenc knows, a head size that is not an integer or does not divide, a size below 1.
+VisionTowerConfig parse_vision_tower_config(std::string_view json_text, std::string_view source);
+VisionTowerConfig load_vision_tower_config(const std::filesystem::path& path);
 
 }  // namespace posenc
