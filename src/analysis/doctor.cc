@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "analysis/doctor_mrope.h"
 #include "core/max_nan.h"
 #include "posenc/analysis/engines.h"
 #include "posenc/core/cos_sin.h"
@@ -441,7 +442,9 @@ void engine_unsupported(const Comparison& cmp, std::vector<Finding>& out) {
 
 }  // namespace
 
-std::vector<Finding> diagnose(const ModelConfig& config) {
+std::vector<Finding> diagnose(const ModelConfig& config) { return diagnose(config, {}); }
+
+std::vector<Finding> diagnose(const ModelConfig& config, const DoctorOptions& options) {
   const Comparison cmp = compare_engines(config.spec, 0, {}, config.model_type);
   std::vector<Finding> out;
   integer_factor(config, out);
@@ -455,6 +458,7 @@ std::vector<Finding> diagnose(const ModelConfig& config) {
   longrope_switch(config, out);
   half_precision_table(config, out);
   engine_unsupported(cmp, out);
+  mrope_doctor::add_findings(config, options, cmp, out);
   return out;
 }
 
