@@ -113,9 +113,9 @@ double unrotated_angle(const Frequencies& f, const std::vector<std::int64_t>& pa
   return worst;
 }
 
-std::optional<MropeVision> vision_of(const ModelConfig& c, const DoctorOptions& o) {
+std::optional<MropeVision> vision_of(std::string_view model_type, const DoctorOptions& o) {
   if (o.vision) return o.vision;
-  const std::optional<MropeModel> m = mrope_model_for_type(c.model_type);
+  const std::optional<MropeModel> m = mrope_model_for_type(model_type);
   if (!m) return std::nullopt;
   MropeVision v;
   v.model = *m;
@@ -372,7 +372,7 @@ int ggml_imrope_axis(const AxisMap& map, std::int64_t pair) {
 
 void add_findings(const ModelConfig& config, const DoctorOptions& options, const Comparison& cmp,
                   std::vector<Finding>& out) {
-  const std::optional<MropeVision> vision = vision_of(config, options);
+  const std::optional<MropeVision> vision = vision_of(config.model_type, options);
   if (axis_count(config.spec) <= 1 && !vision) return;
   const bool given = !options.layout.empty();
   const std::vector<MropeSegment> layout =
@@ -384,9 +384,29 @@ void add_findings(const ModelConfig& config, const DoctorOptions& options, const
   imrope_finding(config, out);
 }
 
-void add_engine_notes(const RopeSpec& spec, EngineView& view) {
+void add_engine_notes(const RopeSpec& spec, std::string_view model_type, EngineView& view) {
   if (axis_count(spec) <= 1 || view.freqs.inv_freq.empty()) return;
   const bool yarn = method_reads(spec, kParamYarn);
+  // The position rule each engine follows, with where the two first differ on doctor's
+  // representative layout (transformers' defaults for the model_type's vision settings).
+  if (const std::optional<MropeVision> vision = vision_of(model_type, {});
+      vision && view.engine != Engine::kPrecise) {
+    const std::vector<MropeSegment> layout = parse_mrope_layout(kDoctorMropeLayout);
+    const std::optional<std::int64_t> first =
+        mrope_first_difference(mrope_positions(layout, *vision, MropeRule::kHf45),
+                               mrope_positions(layout, *vision, MropeRule::kHf53));
+    const std::string where = first ? "the two first differ at token " + std::to_string(*first) +
+                                          " of " + std::string(kDoctorMropeLayout)
+                                    : "the two agree on " + std::string(kDoctorMropeLayout);
+    view.notes.push_back(
+        std::string("M-RoPE positions: ") +
+        (view.engine == Engine::kTransformers
+             ? "transformers v5 uses the hf-5.3 rule (text after a vision block at its start + "
+               "max(H', W')), 4.x the hf-4.5 rule"
+             : "the hf-4.5 rule (text after a vision block at its largest id + 1), as "
+               "transformers 4.x") +
+        "; " + where + " (posenc doctor --layout)");
+  }
   if (view.engine == Engine::kVllm) {
     view.notes.push_back(
         "M-RoPE: MRotaryEmbedding casts its cos/sin cache to the query dtype, so under a bf16 "

@@ -257,6 +257,15 @@ TEST(DoctorMrope, CompareNotes) {
   EXPECT_THAT(c.at(Engine::kVllm).view.notes, Contains(HasSubstr("PR #25384")));
   const Comparison q25 = compare_engines(parse_hf_config(kQwen25Vl).spec);
   EXPECT_THAT(q25.at(Engine::kLlamaCpp).view.notes, Not(Contains(HasSubstr("IMROPE"))));
+  // With the model_type: the position rule each engine follows, and where hf-4.5 and hf-5.3 part
+  // on doctor's representative layout (token 3356 for Qwen2.5-VL, as above).
+  const Comparison typed = compare_engines(parse_hf_config(kQwen25Vl).spec, 0, {}, "qwen2_5_vl");
+  EXPECT_THAT(typed.at(Engine::kVllm).view.notes,
+              Contains(AllOf(HasSubstr("M-RoPE positions: the hf-4.5 rule"),
+                             HasSubstr("first differ at token 3356"))));
+  EXPECT_THAT(typed.at(Engine::kTransformers).view.notes,
+              Contains(HasSubstr("transformers v5 uses the hf-5.3 rule")));
+  EXPECT_THAT(q25.at(Engine::kVllm).view.notes, Not(Contains(HasSubstr("M-RoPE positions"))));
 }
 
 TEST(DoctorMrope, Json) {

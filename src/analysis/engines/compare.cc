@@ -220,7 +220,7 @@ Comparison compare_engines(const RopeSpec& spec, std::int64_t seq_len,
   for (const Engine e : kEngines) {
     EngineComparison c;
     c.view = engine_view(spec, e, seq_len, model_type);
-    mrope_doctor::add_engine_notes(spec, c.view);
+    mrope_doctor::add_engine_notes(spec, model_type, c.view);
     out.engines.push_back(std::move(c));
   }
   const EngineComparison& ref = out.engines.back();  // precise, last in kEngines
