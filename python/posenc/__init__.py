@@ -15,7 +15,7 @@ ValueError or TypeError naming the argument, its value and what was expected.
 from ._posenc import __version__, CosSinTable, Frequencies
 from ._posenc import RopeSpec as _RopeSpec
 from .ops import apply_rope, apply_rope_, cos_sin_cache, rerotate_keys_
-from .spec import RopeSpec, compare, doctor, torch_capability
+from .spec import RopeSpec, compare, doctor, mrope_positions, torch_capability
 
 
 def __getattr__(name):
@@ -29,5 +29,6 @@ def __getattr__(name):
 
 __all__ = [
     "RopeSpec", "Frequencies", "CosSinTable", "RotaryEmbedding", "apply_rope", "apply_rope_",
-    "rerotate_keys_", "cos_sin_cache", "compare", "doctor", "torch_capability", "__version__",
+    "rerotate_keys_", "cos_sin_cache", "compare", "doctor", "mrope_positions", "torch_capability",
+    "__version__",
 ]

@@ -76,9 +76,39 @@ def compare(config, seq_len=None, positions=None):
     return json.loads(_posenc._compare_json(spec, 0 if seq_len is None else int(seq_len), pos))
 
 
-def doctor(config):
-    """What `posenc doctor --json` prints: the known pitfalls of the model's RoPE across engines."""
-    return json.loads(_posenc._doctor_json(_spec_of(config)))
+def doctor(config, layout=None):
+    """What `posenc doctor --json` prints: the known pitfalls of the model's RoPE across engines.
+    layout: the prompt of the M-RoPE position checks ("text:16,image:1x28x28,..."; None: the
+    representative one); the vision settings are transformers' defaults for the model_type."""
+    if layout is not None and not isinstance(layout, str):
+        raise TypeError(f"layout: expected a str such as \"text:4,image:1x28x28\", got {type(layout).__name__}")
+    return json.loads(_posenc._doctor_json(_spec_of(config), layout or ""))
+
+
+def mrope_positions(config, layout, rule="hf-4.5"):
+    """M-RoPE position ids of a prompt of text, images and videos, as a VL model's get_rope_index
+    builds them (`posenc mrope-positions`): returns (position_ids, rope_deltas), numpy int64 of
+    shapes [3, 1, tokens] (t, h, w; batch 1) and [1, 1]. config: a VL config.json path or dict
+    (model_type, vision_config.spatial_merge_size, tokens_per_second); layout: "text:N",
+    "image:TxHxW", "video:TxHxW@S" joined by ","; rule: "hf-4.5" or "hf-5.3"."""
+    if not isinstance(layout, str):
+        raise TypeError(f"layout: expected a str such as \"text:4,image:1x28x28\", got {type(layout).__name__}")
+    if not isinstance(rule, str):
+        raise TypeError(f"rule: expected \"hf-4.5\" or \"hf-5.3\", got {type(rule).__name__}")
+    if rule not in ("hf-4.5", "hf-5.3"):
+        raise ValueError(f"rule ({rule!r}) must be \"hf-4.5\" (transformers <= 4.57, vLLM, llama.cpp: "
+                         f"next text at max + 1) or \"hf-5.3\" (the v5 walk: block start + max(H', W'))")
+    if isinstance(config, dict):
+        try:
+            text = json.dumps(config, allow_nan=False)
+        except (TypeError, ValueError) as e:
+            raise ValueError(f"config: the dict is not JSON ({e})") from None
+        ids, deltas, _ = _posenc._mrope_positions(text, False, layout, rule)
+    elif isinstance(config, (str, os.PathLike)):
+        ids, deltas, _ = _posenc._mrope_positions(os.fspath(config), True, layout, rule)
+    else:
+        raise TypeError(f"config: expected a path to config.json or a dict, got {type(config).__name__}")
+    return ids, deltas
 
 
 def torch_capability():

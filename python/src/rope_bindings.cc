@@ -5,6 +5,8 @@
 //   [tokens, heads * head_dim], head_size     positions [tokens]
 //   [batch, seq, heads, head_dim]  (seq_dim 1) positions [batch, seq] or [seq] / [1, seq] (shared)
 //   [batch, heads, seq, head_dim]  (seq_dim 2) likewise
+// A spec with an axis map (M-RoPE) takes a leading axes dim on every positions shape: [axes,
+// tokens], [axes, batch, seq] or [axes, seq] (transformers' position_ids [3, batch, seq]).
 // The last dim must be contiguous. float32/float16/bfloat16 go to the SIMD kernels
 // (posenc/rope/apply.h); float64 (for gradcheck and references) is rotated here by a scalar loop
 // in double with cos/sin from cos_sin_at, in the Frequencies' convention.
@@ -51,13 +53,40 @@ struct Plan {
   int seq_dim = 0;                // 4-D only: 1 or 2
   bool shared_positions = false;  // 4-D: one positions row for every batch row
   std::optional<std::int64_t> head_size;
+  std::int64_t axes = 1;       // position axes of the spec (M-RoPE: 3 or 4)
+  std::int64_t pos_batch = 1;  // batch rows the positions hold
 };
 
-Plan make_plan(const ArrayArg& q, const std::vector<std::int64_t>& pos_shape,
-               std::optional<int> seq_dim, std::optional<std::int64_t> head_size) {
+// The spec's position axes, whatever form `rope` takes (1 when it is none of them: rope_source
+// refuses it).
+std::int64_t axes_of(py::handle rope) {
+  if (py::isinstance<Table>(rope)) return axis_count(rope.cast<const Table&>().freqs->spec);
+  if (py::isinstance<Frequencies>(rope)) return axis_count(rope.cast<const Frequencies&>().spec);
+  if (py::isinstance<Spec>(rope)) return axis_count(rope.cast<const Spec&>().rope());
+  return 1;
+}
+
+Plan make_plan(const ArrayArg& q, const std::vector<std::int64_t>& given_shape,
+               std::optional<int> seq_dim, std::optional<std::int64_t> head_size,
+               std::int64_t axes = 1) {
   Plan p;
   p.ndim = q.shape.size();
   p.head_size = head_size;
+  p.axes = axes;
+  // M-RoPE: the leading axes dim checked and dropped; the rest is read as for one axis.
+  std::vector<std::int64_t> pos_shape = given_shape;
+  if (axes > 1 && p.ndim >= 2 && p.ndim <= 4) {
+    const std::size_t most = p.ndim == 4 ? 3 : 2;
+    if (given_shape.size() < 2 || given_shape.size() > most || given_shape[0] != axes) {
+      const std::string a = str(axes);
+      value_error(
+          "positions " + shape_str(given_shape) + " must be " +
+          (p.ndim == 4 ? "[" + a + ", batch, seq] or [" + a + ", seq]" : "[" + a + ", tokens]") +
+          " for the spec's " + a + "-axis map (M-RoPE: one row per axis; q " + shape_str(q.shape) +
+          ")");
+    }
+    pos_shape.erase(pos_shape.begin());
+  }
   std::int64_t pos_count = 1;
   for (std::int64_t s : pos_shape) pos_count *= s;
   if (head_size && p.ndim != 2) {
@@ -101,6 +130,7 @@ Plan make_plan(const ArrayArg& q, const std::vector<std::int64_t>& pos_shape,
                 " must be 1 or q's batch (" + str(p.batch) + ", q " + shape_str(q.shape) + ")");
   }
   p.shared_positions = pos_batch == 1;
+  p.pos_batch = pos_batch;
   if (seq_dim) {
     if (*seq_dim != 1 && *seq_dim != 2)
       value_error("seq_dim (" + str(*seq_dim) + ") must be 1 or 2");
@@ -191,6 +221,22 @@ struct Operand {
   std::string name;
 };
 
+// The positions of batch row `b` as the library takes them: [tokens], or [axes, tokens]
+// axis-major for M-RoPE (gathered into `scratch` when the rows of the axes are apart).
+std::span<const std::int64_t> row_positions(const Plan& plan, const std::vector<std::int64_t>& pos,
+                                            std::int64_t b, std::vector<std::int64_t>& scratch) {
+  const std::int64_t row = plan.shared_positions ? 0 : b;
+  const auto tokens = static_cast<std::size_t>(plan.tokens);
+  if (plan.axes == 1) return {pos.data() + row * plan.tokens, tokens};
+  if (plan.pos_batch == 1) return {pos.data(), tokens * static_cast<std::size_t>(plan.axes)};
+  scratch.resize(tokens * static_cast<std::size_t>(plan.axes));
+  for (std::int64_t a = 0; a < plan.axes; ++a) {
+    const auto from = pos.begin() + (a * plan.pos_batch + row) * plan.tokens;
+    std::copy(from, from + plan.tokens, scratch.begin() + a * plan.tokens);
+  }
+  return scratch;
+}
+
 // Rotates one f64 [tokens, heads, head_dim] view in double (see the file comment).
 void rotate_f64(const Frequencies& f, const TensorView& in, const TensorView& out,
                 std::span<const std::int64_t> positions, bool inverse) {
@@ -200,8 +246,17 @@ void rotate_f64(const Frequencies& f, const TensorView& in, const TensorView& ou
   const auto* src = static_cast<const double*>(in.data);
   auto* dst = static_cast<double*>(out.data);
   const double sign = inverse ? -1.0 : 1.0;
+  const std::int64_t axes = axis_count(s);
+  std::vector<std::int64_t> at(static_cast<std::size_t>(axes));
   for (std::int64_t t = 0; t < in.tokens; ++t) {
-    cos_sin_at(f, positions[static_cast<std::size_t>(t)], c, sn);
+    if (axes == 1) {
+      cos_sin_at(f, positions[static_cast<std::size_t>(t)], c, sn);
+    } else {
+      for (std::int64_t a = 0; a < axes; ++a) {
+        at[static_cast<std::size_t>(a)] = positions[static_cast<std::size_t>(a * in.tokens + t)];
+      }
+      cos_sin_at(f, at, c, sn);
+    }
     for (std::int64_t h = 0; h < in.heads; ++h) {
       const double* x = src + t * in.token_stride + h * in.head_stride;
       double* y = dst + t * out.token_stride + h * out.head_stride;
@@ -281,7 +336,7 @@ int apply(py::handle q, py::handle k, py::handle q_out, py::handle k_out, py::ha
   }
   const ArrayArg pos_arg = array_arg(positions, "positions");
   const std::vector<std::int64_t> pos = read_positions(pos_arg, "positions");
-  const Plan plan = make_plan(ins[0].arg, pos_arg.shape, seq_dim, head_size);
+  const Plan plan = make_plan(ins[0].arg, pos_arg.shape, seq_dim, head_size, axes_of(rope));
 
   const bool f64 = ins[0].arg.elem == Elem::kF64;
   DType dtype = DType::kF32;
@@ -319,9 +374,8 @@ int apply(py::handle q, py::handle k, py::handle q_out, py::handle k_out, py::ha
     std::vector<TensorView> vin, vout;
     for (const Operand& o : ins) vin.push_back(view_of(o.arg, o.name, plan, b, dtype, es));
     for (const Operand& o : outs) vout.push_back(view_of(o.arg, o.name, plan, b, dtype, es));
-    const std::int64_t row = plan.shared_positions ? 0 : b;
-    const std::span<const std::int64_t> p(pos.data() + row * plan.tokens,
-                                          static_cast<std::size_t>(plan.tokens));
+    std::vector<std::int64_t> scratch;
+    const std::span<const std::int64_t> p = row_positions(plan, pos, b, scratch);
     if (f64) {
       for (std::size_t i = 0; i < vin.size(); ++i) {
         const std::string& name = ins[i].name;
@@ -360,12 +414,11 @@ void rerotate(py::handle k, py::handle positions, std::shared_ptr<Frequencies> f
   if (!a.writable) value_error("k: a read-only array cannot be written");
   const ArrayArg pos_arg = array_arg(positions, "positions");
   const std::vector<std::int64_t> pos = read_positions(pos_arg, "positions");
-  const Plan plan = make_plan(a, pos_arg.shape, seq_dim, head_size);
+  const Plan plan = make_plan(a, pos_arg.shape, seq_dim, head_size, axis_count(from->spec));
   for (std::int64_t b = 0; b < plan.batch; ++b) {
     const TensorView v = view_of(a, "k", plan, b, dtype, dtype_size(dtype));
-    const std::int64_t row = plan.shared_positions ? 0 : b;
-    const std::span<const std::int64_t> p(pos.data() + row * plan.tokens,
-                                          static_cast<std::size_t>(plan.tokens));
+    std::vector<std::int64_t> scratch;
+    const std::span<const std::int64_t> p = row_positions(plan, pos, b, scratch);
     py::gil_scoped_release release;
     rerotate_keys(*from, *to, v, p, threads);
   }

@@ -13,6 +13,7 @@
 #include "posenc/io/gguf.h"
 #include "posenc/io/model.h"
 #include "posenc/io/presets.h"
+#include "posenc/io/vision_config.h"
 #include "posenc/report/json.h"
 
 namespace posenc::python {
@@ -189,7 +190,36 @@ void bind_spec(py::module_& m) {
       },
       py::arg("spec"), py::arg("seq_len"), py::arg("positions"));
   m.def(
-      "_doctor_json", [](const Spec& s) { return doctor_json(s.config()); }, py::arg("spec"));
+      "_doctor_json",
+      [](const Spec& s, const std::string& layout) {
+        DoctorOptions o;
+        if (!layout.empty()) o.layout = parse_mrope_layout(layout);
+        return doctor_json(s.config(), o);
+      },
+      py::arg("spec"), py::arg("layout") = "");
+  // posenc.mrope_positions: position_ids [3, 1, tokens] and rope_deltas [1, 1], int64, as
+  // transformers' get_rope_index returns them for one prompt. `config` is a path (is_path) or
+  // config.json text.
+  m.def(
+      "_mrope_positions",
+      [](const std::string& config, bool is_path, const std::string& layout,
+         const std::string& rule) {
+        const MropeRule r = parse_mrope_rule(rule);
+        const std::vector<MropeSegment> segments = parse_mrope_layout(layout);
+        const VisionConfig v = is_path ? load_vision_config(std::filesystem::path(config))
+                                       : parse_vision_config(config, "<dict>");
+        const MropePositions p = mrope_positions(segments, v.vision, r);
+        const py::ssize_t n = p.tokens();
+        py::array_t<std::int64_t> ids({py::ssize_t{3}, py::ssize_t{1}, n});
+        for (std::size_t a = 0; a < 3; ++a) {
+          std::copy(p.ids[a].begin(), p.ids[a].end(),
+                    ids.mutable_data() + static_cast<py::ssize_t>(a) * n);
+        }
+        py::array_t<std::int64_t> deltas({py::ssize_t{1}, py::ssize_t{1}});
+        *deltas.mutable_data() = p.rope_deltas;
+        return py::make_tuple(ids, deltas, v.warnings);
+      },
+      py::arg("config"), py::arg("is_path"), py::arg("layout"), py::arg("rule"));
 }
 
 }  // namespace posenc::python

@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "analysis/doctor_mrope.h"
 #include "core/max_nan.h"
 #include "posenc/analysis/engines.h"
 #include "posenc/core/cos_sin.h"
@@ -541,7 +542,9 @@ void llama3_equal_freq_factors(const ModelConfig& c, std::vector<Finding>& out) 
 
 }  // namespace
 
-std::vector<Finding> diagnose(const ModelConfig& config) {
+std::vector<Finding> diagnose(const ModelConfig& config) { return diagnose(config, {}); }
+
+std::vector<Finding> diagnose(const ModelConfig& config, const DoctorOptions& options) {
   const Comparison cmp = compare_engines(config.spec, 0, {}, config.model_type);
   std::vector<Finding> out;
   integer_factor(config, out);
@@ -558,6 +561,7 @@ std::vector<Finding> diagnose(const ModelConfig& config) {
   llama4_pair_layout(config, out);
   gemma3_sliding_layers(config, out);
   llama3_equal_freq_factors(config, out);
+  mrope_doctor::add_findings(config, options, cmp, out);
   return out;
 }
 

@@ -22,6 +22,13 @@ constexpr std::pair<std::string_view, MropeModel> kModelTypes[] = {
 
 }  // namespace
 
+std::optional<MropeModel> mrope_model_for_type(std::string_view model_type) {
+  for (const auto& [type, model] : kModelTypes) {
+    if (type == model_type) return model;
+  }
+  return std::nullopt;
+}
+
 VisionConfig parse_vision_config(std::string_view json_text, std::string_view source) {
   detail::Context ctx{std::string(source), {}};
   const json root = detail::parse_json(json_text, ctx.source);

@@ -489,6 +489,13 @@ constexpr FigureKind kKinds[] = {
     {"attention-factor", kAttentionFactorTitle, "Attention factor",
      "attention factor vs scale factor s in [1, 64]: YaRN, DeepSeek, LongRoPE", 0, nullptr,
      attention_factor_figure},
+    {"axis-map", kAxisMapTitle, "M-RoPE axis map",
+     "M-RoPE models: which position axis (t, h, w) each frequency slot reads, with each slot's "
+     "wavelength",
+     0, nullptr, axis_map_figure, multi_axis_only},
+    {"mrope-positions", kMropePositionsTitle, "M-RoPE positions of an image",
+     "M-RoPE models: the t/h/w position ids of an image inside a text against the token index", 0,
+     nullptr, mrope_positions_figure, multi_axis_only},
 };
 
 }  // namespace

@@ -176,8 +176,10 @@ std::string compare_json(const ModelConfig& config, std::int64_t seq_len,
   return detail::json_text(j);
 }
 
-std::string doctor_json(const ModelConfig& config) {
-  const std::vector<Finding> findings = diagnose(config);
+std::string doctor_json(const ModelConfig& config) { return doctor_json(config, {}); }
+
+std::string doctor_json(const ModelConfig& config, const DoctorOptions& options) {
+  const std::vector<Finding> findings = diagnose(config, options);
   const FindingCounts n = count_findings(findings);
   nlohmann::json j;
   j["source"] = config.source;

@@ -260,6 +260,7 @@ std::string html_report(const ReportOptions& o) {
   std::vector<Fig> figs;
   std::size_t sinusoidal_count = 0;  // the sinusoidal kinds come first in figure_kinds()
   for (const figures::FigureKind& kind : figures::figure_kinds()) {
+    if (!kind.is_sinusoidal() && !kind.applies_to(spec)) continue;  // M-RoPE kinds: VL models
     const std::string name(kind.name);
     if (kind.name == "sinusoidal") {
       // The seed document's two examples: 50 inputs x 128 dims and 200 inputs x 150 dims.

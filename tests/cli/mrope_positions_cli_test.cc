@@ -197,4 +197,27 @@ TEST(MropePositionsCli, DocExampleOutputIsWhatTheToolPrints) {
   EXPECT_EQ(printed, shown);
 }
 
+// `posenc doctor` on a VL config.json reads its vision_config (tokens_per_second 2, not the class
+// default 4) and takes --layout: a 1.5 s video steps by trunc(1.5) x 2 = 2 instead of 3.
+TEST(DoctorMropeCli, ReadsVisionConfigAndLayout) {
+  const std::string path = config("qwen25-full.json", R"({"model_type": "qwen2_5_vl",
+      "hidden_size": 3584, "num_attention_heads": 28, "max_position_embeddings": 128000,
+      "rope_theta": 1000000.0, "rope_scaling": {"type": "mrope", "mrope_section": [16, 24, 24]},
+      "vision_config": {"spatial_merge_size": 2, "tokens_per_second": 2}})");
+  const CliRun r = posenc("doctor " + path + " --layout text:3,video:4x28x28@1.5,text:2");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("[warning] mrope-fractional-seconds"));
+  EXPECT_THAT(r.out, HasSubstr("[0,2,4,6] instead of [0,3,6,9]"));
+  EXPECT_THAT(r.out, HasSubstr("mrope-position-rule"));
+  const CliRun j = posenc("doctor " + path + " --json");
+  ASSERT_EQ(j.status, 0) << j.err;
+  const auto doc = nlohmann::json::parse(j.out);
+  std::vector<std::string> ids;
+  for (const auto& f : doc["findings"]) ids.push_back(f["id"]);
+  EXPECT_THAT(ids, ::testing::IsSupersetOf(
+                       {"mrope-bf16-cache", "mrope-position-rule", "mrope-fractional-seconds"}));
+  const std::string bad = "doctor " + path + " --layout text:3,image:1x27x28";
+  posenc_cli::expect_refused(posenc(bad), {"layout segment 2", "image:1x27x28", "27"}, bad);
+}
+
 }  // namespace

@@ -241,9 +241,11 @@ TEST(Plot, HelpAndReportShowTheRegistry) {
                          line[2] != ' ';) {
     listed.push_back(line.substr(2, line.find(' ', 2) - 2));
   }
-  std::vector<std::string> registry;
+  std::vector<std::string> registry, in_report;
   for (const posenc::figures::FigureKind& k : posenc::figures::figure_kinds()) {
     registry.emplace_back(k.name);
+    // The default model (Llama 2 + YaRN) has one position axis: no M-RoPE figures.
+    if (k.applies == nullptr) in_report.emplace_back(k.name);
     EXPECT_NE(r.out.find(std::string(k.name) + std::string(18 - k.name.size(), ' ') +
                          std::string(k.help)),
               std::string::npos)
@@ -257,13 +259,47 @@ TEST(Plot, HelpAndReportShowTheRegistry) {
        ++it) {
     if (ids.empty() || ids.back() != (*it)[1].str()) ids.push_back((*it)[1].str());
   }
-  EXPECT_EQ(ids, registry);
+  EXPECT_EQ(ids, in_report);
   for (const posenc::figures::FigureKind& k : posenc::figures::figure_kinds()) {
+    if (k.applies != nullptr) continue;
     std::string heading(k.heading);
     for (auto at = heading.find('\''); at != std::string::npos; at = heading.find('\'', at))
       heading.replace(at, 1, "&apos;");
     EXPECT_NE(h.find("aria-label=\"" + heading), std::string::npos) << k.heading;
   }
+}
+
+// Qwen/Qwen2.5-VL-7B-Instruct config.json (its RoPE and vision keys).
+std::string qwen25_vl_config() {
+  const auto file = work_dir() / "qwen2.5-vl-7b.json";
+  std::ofstream(file) << R"({"model_type": "qwen2_5_vl", "hidden_size": 3584,
+      "num_attention_heads": 28, "num_key_value_heads": 4, "max_position_embeddings": 128000,
+      "rope_theta": 1000000.0, "rope_scaling": {"type": "mrope", "mrope_section": [16, 24, 24]},
+      "vision_config": {"spatial_merge_size": 2, "tokens_per_second": 2}})";
+  return file.string();
+}
+
+// The M-RoPE kinds: drawn for a VL model (in plot and in its report), refused for a one-axis one.
+TEST(Plot, MropeFiguresForAVlModelOnly) {
+  namespace f = posenc::figures;
+  const std::string vl = qwen25_vl_config();
+  for (const char* kind : {"axis-map", "mrope-positions"}) {
+    const CliRun r = posenc(std::string("plot ") + kind + " " + vl + " -o -");
+    EXPECT_EQ(r.status, 0) << kind << ": " << r.err;
+    EXPECT_EQ(r.out.rfind("<svg xmlns=\"http://www.w3.org/2000/svg\"", 0), 0u) << kind;
+    const CliRun llama = posenc(std::string("plot ") + kind + " --preset llama-2-7b -o -");
+    EXPECT_EQ(llama.status, 1) << kind;
+    EXPECT_NE(llama.err.find("one position axis"), std::string::npos) << llama.err;
+    EXPECT_NE(llama.err.find(kind), std::string::npos) << llama.err;
+  }
+  const auto file = work_dir() / "vl-report.html";
+  const CliRun r = posenc("report " + vl + " -o " + file.string());
+  ASSERT_EQ(r.status, 0) << r.err;
+  const std::string h = slurp(file);
+  for (std::string_view title : {f::kAxisMapTitle, f::kMropePositionsTitle}) {
+    EXPECT_NE(h.find("<title>" + std::string(title)), std::string::npos) << title;
+  }
+  EXPECT_EQ(default_report().find("<title>" + std::string(f::kAxisMapTitle)), std::string::npos);
 }
 
 TEST(Plot, Errors) {

@@ -27,6 +27,23 @@ done
 "$posenc" plot wavelengths --preset phi-3-mini-128k -o "$out/wavelengths-phi3.svg"
 "$posenc" plot attention-factor --preset deepseek-v3 -o "$out/attention-factor-deepseek.svg"
 files+=("$out/sinusoidal-200x150.svg" "$out/wavelengths-phi3.svg" "$out/attention-factor-deepseek.svg")
+# The M-RoPE kinds need a VL model: Qwen2.5-VL-7B-Instruct's RoPE keys, and Qwen3-VL-8B's.
+cat >"$out/qwen2.5-vl.json" <<'EOF'
+{"model_type": "qwen2_5_vl", "hidden_size": 3584, "num_attention_heads": 28,
+ "max_position_embeddings": 128000, "rope_theta": 1000000.0,
+ "rope_scaling": {"type": "mrope", "mrope_section": [16, 24, 24]}}
+EOF
+cat >"$out/qwen3-vl.json" <<'EOF'
+{"model_type": "qwen3_vl", "text_config": {"head_dim": 128, "hidden_size": 4096,
+ "num_attention_heads": 32, "max_position_embeddings": 262144, "rope_theta": 5000000,
+ "rope_scaling": {"rope_type": "default", "mrope_section": [24, 20, 20], "mrope_interleaved": true}}}
+EOF
+for model in qwen2.5-vl qwen3-vl; do
+  for kind in axis-map mrope-positions; do
+    "$posenc" plot "$kind" "$out/$model.json" -o "$out/$kind-$model.svg"
+    files+=("$out/$kind-$model.svg")
+  done
+done
 
 xmllint --noout "${files[@]}"
 echo "xmllint_plots: ${#files[@]} files well-formed"

@@ -62,3 +62,31 @@ def assert_close(got, ref, mag, dtype):
     assert np.all(err <= bound), (
         f"{dtype}: error {err[worst]:.3e} above the bound {bound[worst]:.3e} at {worst} "
         f"(got {got[worst]!r}, reference {ref[worst]!r})")
+
+
+# --- M-RoPE: which position axis each frequency slot reads (../shared/docs/rope-in-engines.md
+# 1.1), written from the formulas; positions are [axes, tokens].
+
+def contiguous_slot_axis(sections):
+    """Qwen2-VL / Qwen2.5-VL mrope_section [s_t, s_h, s_w]: j < s_t -> 0, < s_t + s_h -> 1, else 2."""
+    return np.concatenate([np.full(s, a) for a, s in enumerate(sections)]).astype(np.int64)
+
+
+def interleaved_slot_axis(sections):
+    """Qwen3-VL mrope_interleaved: j % 3 == 1 and j < 3 s_h -> h; j % 3 == 2 and j < 3 s_w -> w;
+    else t."""
+    n = int(sum(sections))
+    out = np.zeros(n, dtype=np.int64)
+    for j in range(n):
+        if j % 3 == 1 and j < 3 * sections[1]:
+            out[j] = 1
+        elif j % 3 == 2 and j < 3 * sections[2]:
+            out[j] = 2
+    return out
+
+
+def mrope_cos_sin(inv_freq, attention_factor, axis_positions, slot_axis):
+    """[tokens, n] cos and sin in float64: slot j at position axis_positions[slot_axis[j], t]."""
+    p = np.asarray(axis_positions, dtype=np.float64)  # [axes, tokens]
+    angle = p[np.asarray(slot_axis), :].T * np.asarray(inv_freq)[None, :]
+    return attention_factor * np.cos(angle), attention_factor * np.sin(angle)

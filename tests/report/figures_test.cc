@@ -112,6 +112,14 @@ std::vector<std::string> legend_texts(const Parsed& p) {
   return out;
 }
 
+// Qwen/Qwen2.5-VL-7B-Instruct config.json (its RoPE keys).
+posenc::RopeSpec qwen25_vl() {
+  return posenc::parse_hf_config(R"({"model_type": "qwen2_5_vl", "hidden_size": 3584,
+      "num_attention_heads": 28, "max_position_embeddings": 128000, "rope_theta": 1000000.0,
+      "rope_scaling": {"type": "mrope", "mrope_section": [16, 24, 24]}})")
+      .spec;
+}
+
 posenc::RopeSpec llama2_yarn16() {
   // Llama 2 7B (head_dim 4096 / 32 = 128, theta 10000) with YaRN x16 over L = 4096.
   return posenc::parse_hf_config(
@@ -458,14 +466,94 @@ TEST(Figures, KindsRegistry) {
     EXPECT_EQ(f::find_figure_kind(k.name), &k);
     EXPECT_FALSE(k.help.empty() || k.heading.empty()) << k.name;
     // Drawn with its defaults, the figure's title starts with the kind's title.
+    // The M-RoPE kinds apply to a VL model only.
+    const posenc::RopeSpec model = k.applies_to(llama2_yarn16()) ? llama2_yarn16() : qwen25_vl();
+    EXPECT_TRUE(k.is_sinusoidal() || k.applies_to(model)) << k.name;
     const std::string svg = k.is_sinusoidal()
                                 ? k.sinusoidal(posenc::SinusoidalSpec{128}, k.default_positions)
-                                : k.model(llama2_yarn16(), "m");
+                                : k.model(model, "m");
     expect_svg_basics(parse_figure(svg), k.title);
   }
-  EXPECT_EQ(names, (std::vector<std::string>{"sinusoidal", "similarity", "wavelengths", "yarn-ramp",
-                                             "decay", "attention-factor"}));
+  EXPECT_EQ(names,
+            (std::vector<std::string>{"sinusoidal", "similarity", "wavelengths", "yarn-ramp",
+                                      "decay", "attention-factor", "axis-map", "mrope-positions"}));
   EXPECT_EQ(f::find_figure_kind("heatmap"), nullptr);
+}
+
+// Qwen2.5-VL-7B's axis map: mrope_section [16, 24, 24] contiguous over 64 slots.
+TEST(Figures, AxisMapOfQwen25Vl) {
+  namespace f = posenc::figures;
+  const Parsed p = parse_figure(f::axis_map_figure(qwen25_vl(), "Qwen2.5-VL-7B"));
+  expect_svg_basics(p, f::kAxisMapTitle);
+  EXPECT_TRUE(p.has_text_containing("Qwen2.5-VL-7B"));
+  const auto legend = legend_texts(p);
+  for (const char* entry : {"t: 16 slots", "h: 24 slots", "w: 24 slots"}) {
+    EXPECT_NE(std::find(legend.begin(), legend.end(), entry), legend.end()) << entry;
+  }
+  EXPECT_TRUE(p.has_text_containing("sections [16, 24, 24]"));
+  EXPECT_TRUE(p.has_text("wavelength 2π / ω_j (tokens, log scale)"));
+  EXPECT_TRUE(p.has_text("position axis (0 = t, 1 = h, 2 = w)"));
+  // The strip: one fill per axis, each the colour of that axis' series.
+  std::vector<std::string> fills;
+  for (const Node* g : all(*p.root, "g")) {
+    if (!g->attrs.count("shape-rendering")) continue;
+    for (const Node* path : all(*g, "path")) fills.push_back(path->attrs.at("fill"));
+  }
+  ASSERT_EQ(fills.size(), 3u);
+  for (const std::string& fill : fills) {
+    bool used = false;
+    for (const Node* c : all(*p.root, "circle"))
+      used = used || (c->attrs.count("fill") && c->attrs.at("fill") == fill);
+    EXPECT_TRUE(used) << fill << ": no series marker has the strip's colour";
+  }
+}
+
+// Qwen3-VL interleaves: slots 1, 4, ... read h and 2, 5, ... read w up to 3 x 20; t keeps 24.
+TEST(Figures, AxisMapOfQwen3VlInterleaved) {
+  namespace f = posenc::figures;
+  const posenc::RopeSpec spec = posenc::parse_hf_config(R"({"model_type": "qwen3_vl",
+      "text_config": {"head_dim": 128, "hidden_size": 4096, "num_attention_heads": 32,
+        "max_position_embeddings": 262144, "rope_theta": 5000000,
+        "rope_scaling": {"rope_type": "default", "mrope_section": [24, 20, 20],
+                         "mrope_interleaved": true}}})")
+                                    .spec;
+  const Parsed p = parse_figure(f::axis_map_figure(spec));
+  const auto legend = legend_texts(p);
+  for (const char* entry : {"t: 24 slots", "h: 20 slots", "w: 20 slots"}) {
+    EXPECT_NE(std::find(legend.begin(), legend.end(), entry), legend.end()) << entry;
+  }
+  EXPECT_TRUE(p.has_text_containing("Axis rule interleaved"));
+}
+
+// text:6,image:1x12x16,text:6 with merge 2: the image is 6 x 8 = 48 tokens at 6 (h 6..11, w
+// 6..13), the text resumes at 14 and ends at 19: 60 tokens, rope_deltas 19 + 1 - 60 = -40.
+TEST(Figures, MropePositionsOfAnImage) {
+  namespace f = posenc::figures;
+  const Parsed p = parse_figure(f::mrope_positions_figure(qwen25_vl(), "Qwen2.5-VL-7B"));
+  expect_svg_basics(p, f::kMropePositionsTitle);
+  const auto legend = legend_texts(p);
+  for (const char* entry : {"t id", "h id", "w id"}) {
+    EXPECT_NE(std::find(legend.begin(), legend.end(), entry), legend.end()) << entry;
+  }
+  EXPECT_TRUE(p.has_text_containing("rope_deltas -40"));
+  EXPECT_TRUE(p.has_text("image starts"));
+  EXPECT_TRUE(p.has_text("text resumes"));
+  EXPECT_TRUE(p.has_text("token index"));
+}
+
+TEST(Figures, MropeKindsRefuseOneAxisModels) {
+  namespace f = posenc::figures;
+  for (auto draw : {&f::axis_map_figure, &f::mrope_positions_figure}) {
+    try {
+      draw(llama2_yarn16(), "");
+      ADD_FAILURE() << "no error";
+    } catch (const posenc::Error& e) {
+      EXPECT_NE(std::string(e.what()).find("one position axis"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_FALSE(f::find_figure_kind("axis-map")->applies_to(llama2_yarn16()));
+  EXPECT_TRUE(f::find_figure_kind("axis-map")->applies_to(qwen25_vl()));
+  EXPECT_TRUE(f::find_figure_kind("wavelengths")->applies_to(llama2_yarn16()));
 }
 
 TEST(Figures, Perplexity) {

@@ -23,14 +23,23 @@
 //   gemma3-sliding-layers       sliding layers with unscaled RoPE beside scaled global ones,
 //                               and the angle error if an engine scales them too (vLLM #29111)
 //   llama3-equal-freq-factors   llama3 with low_freq_factor == high_freq_factor (Llama 4 Scout)
+//   M-RoPE (a spec with an axis map, or a VL model_type; src/analysis/doctor_mrope.cc):
+//   mrope-bf16-cache            an axis map: vLLM / SGLang keep the M-RoPE cos/sin cache in bf16
+//   mrope-position-rule         a VL family: where hf-4.5 and hf-5.3 ids first differ (layout)
+//   mrope-fractional-seconds    Qwen2.5-VL: second_per_grid_ts truncated to an integer
+//   mrope-yarn                  an axis map with a YaRN-family method: engines and the factor
+//   imrope-fourth-axis          an interleaved map (Qwen3-VL): llama.cpp IMROPE reads e there
 //
 // Example (DeepSeek-V3): integer-factor (info), attention-factor-engines (info: every engine
 // uses 1 and a softmax multiplier of 1.8739), half-precision-table (info).
 #pragma once
 
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "posenc/core/mrope_positions.h"
 #include "posenc/io/config.h"
 
 namespace posenc {
@@ -43,9 +52,25 @@ struct Finding {
   std::string advice;    // what to do
 };
 
+// What the M-RoPE position checks read besides the config.
+struct DoctorOptions {
+  // The VL model's vision settings (load_vision_config of the same config.json); nullopt: the
+  // family from model_type (mrope_model_for_type) with transformers' defaults.
+  std::optional<MropeVision> vision;
+  // The prompt the position checks use; empty: kDoctorMropeLayout.
+  std::vector<MropeSegment> layout;
+};
+
+// The representative prompt of the position checks when no layout is given: text, an image,
+// text, a 16-group video at 2 s per group, text.
+inline constexpr std::string_view kDoctorMropeLayout =
+    "text:16,image:1x28x28,text:8,video:16x28x28@2,text:8";
+
 // Every check against `config` (its spec, model_type and parse warnings). Findings come in the
-// order of the table above. Throws Error only when the spec itself is invalid.
+// order of the table above. Throws Error only when the spec itself (or options.vision) is
+// invalid.
 std::vector<Finding> diagnose(const ModelConfig& config);
+std::vector<Finding> diagnose(const ModelConfig& config, const DoctorOptions& options);
 
 // How many findings have each severity (what `posenc doctor` prints last).
 struct FindingCounts {

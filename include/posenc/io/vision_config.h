@@ -11,6 +11,7 @@
 #pragma once
 
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -28,6 +29,9 @@ struct VisionConfig {
   MropeVision vision;
   std::vector<std::string> warnings;  // defaults taken, keys present that the rule does not read
 };
+
+// The position-rule family of a model_type (the table above), or nullopt when it has none.
+std::optional<MropeModel> mrope_model_for_type(std::string_view model_type);
 
 // Parses config.json text; `source` names it in messages. Throws Error naming the key and the
 // value: not a JSON object, no model_type, a model_type without an M-RoPE position rule, a

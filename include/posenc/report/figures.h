@@ -11,8 +11,13 @@
 //   attention_factor_figure
 //                       attention factors vs the scale factor s: YaRN, DeepSeek, LongRoPE
 //   perplexity_figure   `posenc eval`'s perplexity against context, one line per method
+//   axis_map_figure     M-RoPE: which position axis (t, h, w) each frequency slot reads, a strip
+//                       of slots coloured by axis beside each slot's wavelength
+//   mrope_positions_figure
+//                       M-RoPE: the t/h/w ids of an image inside a text against the token index
 //
-// figure_kinds() lists the first six (the kinds `posenc plot` draws and the report shows).
+// figure_kinds() lists all but perplexity (the kinds `posenc plot` draws and the report shows);
+// the two M-RoPE kinds only for a model with an axis map (FigureKind::applies).
 //
 // The RoPE figures compare methods in one Scenario taken from the model: its dims and base, its
 // scale factor s (8 when the model has no scaling), its original context L and the extended
@@ -42,6 +47,11 @@ inline constexpr std::string_view kWavelengthTitle = "Wavelength per rotated pai
 inline constexpr std::string_view kYarnRampTitle = "YaRN interpolation weight";
 inline constexpr std::string_view kDecayTitle = "RoPE long-term decay";
 inline constexpr std::string_view kAttentionFactorTitle = "Attention factor vs scale factor";
+inline constexpr std::string_view kAxisMapTitle = "M-RoPE axis map";
+inline constexpr std::string_view kMropePositionsTitle = "M-RoPE positions of an image in text";
+
+// The prompt mrope_positions_figure draws: 6 text tokens, a 12 x 16 patch image, 6 text tokens.
+inline constexpr std::string_view kFigureMropeLayout = "text:6,image:1x12x16,text:6";
 
 // The scale factor the RoPE figures use for a model without scaling (Llama 3.1's factor).
 inline constexpr double kDefaultFigureFactor = 8.0;
@@ -96,6 +106,11 @@ std::string wavelength_figure(const RopeSpec& model, std::string_view model_name
 std::string yarn_ramp_figure(const RopeSpec& model, std::string_view model_name = {});
 std::string decay_figure(const RopeSpec& model, std::string_view model_name = {});
 std::string attention_factor_figure(const RopeSpec& model, std::string_view model_name = {});
+// Throw Error naming the figure when the spec is invalid or has one position axis.
+std::string axis_map_figure(const RopeSpec& model, std::string_view model_name = {});
+std::string mrope_positions_figure(const RopeSpec& model, std::string_view model_name = {});
+// Whether the model has more than one position axis (the M-RoPE kinds' `applies`).
+bool multi_axis_only(const RopeSpec& model);
 
 // `posenc eval`'s results: the perplexity of one method at one context.
 struct PerplexityPoint {
@@ -123,7 +138,11 @@ struct FigureKind {
   std::int64_t default_positions = 0;  // sinusoidal kinds: positions drawn by default
   std::string (*sinusoidal)(const SinusoidalSpec&, std::int64_t positions) = nullptr;  // or
   std::string (*model)(const RopeSpec&, std::string_view model_name) = nullptr;
+  // Model kinds: whether the figure is drawn for this model (the report leaves it out when not,
+  // `posenc plot` refuses it); nullptr: every model.
+  bool (*applies)(const RopeSpec&) = nullptr;
   bool is_sinusoidal() const { return sinusoidal != nullptr; }
+  bool applies_to(const RopeSpec& spec) const { return applies == nullptr || applies(spec); }
 };
 
 // Every kind, in the order `posenc plot --help` and the report show them.

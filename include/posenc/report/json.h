@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "posenc/analysis/doctor.h"
 #include "posenc/core/numerics.h"
 #include "posenc/io/config.h"
 
@@ -37,6 +38,8 @@ std::string compare_json(const ModelConfig& config, std::int64_t seq_len = 0,
 
 // `posenc doctor --json`: source, model_type, rope_type, findings (id, severity, title, detail,
 // advice, in diagnose()'s order) and counts (error, warning, info).
+// With `options`: the M-RoPE position checks' vision settings and layout (doctor.h).
 std::string doctor_json(const ModelConfig& config);
+std::string doctor_json(const ModelConfig& config, const DoctorOptions& options);
 
 }  // namespace posenc

@@ -8,6 +8,7 @@
 #include <string>
 #include <utility>
 
+#include "analysis/doctor_mrope.h"
 #include "analysis/engines/engines_internal.h"
 #include "core/ggml_model.h"
 #include "core/max_nan.h"
@@ -228,6 +229,7 @@ Comparison compare_engines(const RopeSpec& spec, std::int64_t seq_len,
   for (const Engine e : kEngines) {
     EngineComparison c;
     c.view = engine_view(spec, e, seq_len, model_type);
+    mrope_doctor::add_engine_notes(spec, model_type, c.view);
     out.engines.push_back(std::move(c));
   }
   const EngineComparison& ref = out.engines.back();  // precise, last in kEngines
