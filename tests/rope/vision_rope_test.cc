@@ -95,7 +95,7 @@ TEST(VisionAxisMap, BadSectionsAndSpecsAreRefusedNamingTheValue) {
   EXPECT_THAT(error_of([&] { posenc::validate(ff); }),
               HasSubstr("freq_factors (40 entries) cannot be used with the vision axis map"));
   // In ggml numerics the tower is ggml_rope_multi's VISION mode (ggml_multi_test checks its rows).
-  EXPECT_EQ(posenc::compute_frequencies(s, Numerics::kGgml).ggml.mode, posenc::GgmlMode::kVision);
+  EXPECT_EQ(posenc::compute_frequencies(s, Numerics::kGgml).ggml->mode, posenc::GgmlMode::kVision);
   VisionTower odd = Qwen2Vl();
   odd.head_dim = 78;
   EXPECT_THAT(error_of([&] { posenc::vision_rope_spec(odd); }),
