@@ -100,6 +100,9 @@ void print_table(const ModelConfig& config, const RopeSpec& spec, const Frequenc
       spec.rotary_offset ? fmt::format(", offset {}", spec.rotary_offset) : "", spec.rope_theta,
       spec.factor, numerics_name(f.numerics),
       f.seq_len > 0 ? fmt::format("  seq_len {}", f.seq_len) : "");
+  if (!config.llama_cpp_rope_type.empty()) {
+    fmt::print("llama.cpp rope type {}\n", config.llama_cpp_rope_type);
+  }
   // Multi-axis RoPE: which position axis each pair reads (the "axis" column).
   const bool multi = axis_count(spec) > 1;
   if (multi) {

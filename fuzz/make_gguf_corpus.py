@@ -72,6 +72,16 @@ SEEDS = {
     'gptneox-partial.gguf': gguf(dims('gptneox', 96, 4, 6, 2048)),
     'qwen2vl-mrope.gguf': gguf(dims('qwen2vl', 64, 4, 16, 32768) + [
         ('qwen2vl.rope.dimension_sections', ARR, (I32, [2, 3, 3, 0]))]),
+    'clip-qwen2vl-vision.gguf': gguf([
+        ('general.architecture', STR, 'clip'), ('clip.has_vision_encoder', BOOL, 1),
+        ('clip.projector_type', STR, 'qwen2vl_merger'), ('clip.vision.embedding_length', U32, 64),
+        ('clip.vision.attention.head_count', U32, 4), ('clip.vision.image_size', U32, 56),
+        ('clip.vision.patch_size', U32, 14), ('clip.vision.spatial_merge_size', U32, 2)]),
+    'clip-llama4-vision.gguf': gguf([
+        ('general.architecture', STR, 'clip'), ('clip.has_vision_encoder', BOOL, 1),
+        ('clip.vision.projector_type', STR, 'llama4'), ('clip.vision.embedding_length', U32, 64),
+        ('clip.vision.attention.head_count', U32, 2), ('clip.vision.image_size', U32, 56),
+        ('clip.vision.patch_size', U32, 14)]),
     'qwen3vl-imrope.gguf': gguf(dims('qwen3vl', 64, 4, 16, 32768) + [
         ('qwen3vl.rope.dimension_sections', ARR, (I32, [3, 2, 2, 1]))]),
     'every-type.gguf': gguf(dims('llama', 64, 8, 8, 512) + [

@@ -11,11 +11,24 @@ from . import _posenc
 RopeSpec = _posenc.RopeSpec
 
 
-def _from_hf_config(config, layer_type=None):
+def _choose(spec, layer_type, layer):
+    """layer_type (a name) or layer (a 0-based decoder layer index, layer_spec in C++)."""
+    if layer is None:
+        return spec.layer(layer_type) if layer_type else spec
+    if isinstance(layer, bool) or not isinstance(layer, int):
+        raise TypeError(f"layer: expected an int (a 0-based decoder layer), got {type(layer).__name__}")
+    if layer_type:
+        raise ValueError(f"layer ({layer}) and layer_type ({layer_type!r}) both choose a layer; give one")
+    return spec._at_layer(layer)
+
+
+def _from_hf_config(config, layer_type=None, layer=None):
     """A model's RoPE from its Hugging Face config: a path to config.json or a dict.
 
     Parsed as the C++ library (and `posenc inspect`) parses it: same warnings (spec.warnings),
-    same errors (ValueError naming the key, its value and what was expected)."""
+    same errors (ValueError naming the key, its value and what was expected). layer=N gives
+    decoder layer N's RoPE (Gemma 2/3 sliding layers, Llama 4; ValueError for a NoPE layer or
+    an N out of range)."""
     if isinstance(config, dict):
         try:
             text = json.dumps(config, allow_nan=False)
@@ -26,22 +39,24 @@ def _from_hf_config(config, layer_type=None):
         spec = RopeSpec._load(os.fspath(config), "")
     else:
         raise TypeError(f"config: expected a path to config.json or a dict, got {type(config).__name__}")
-    return spec.layer(layer_type) if layer_type else spec
+    return _choose(spec, layer_type, layer)
 
 
-def _from_gguf(path, layer_type=None):
+def _from_gguf(path, layer_type=None, layer=None):
     """A model's RoPE from a GGUF file, as llama.cpp reads it (posenc/io/gguf.h)."""
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"path: expected a path to a .gguf file, got {type(path).__name__}")
-    spec = RopeSpec._from_gguf(os.fspath(path))
-    return spec.layer(layer_type) if layer_type else spec
+    return _choose(RopeSpec._from_gguf(os.fspath(path)), layer_type, layer)
 
 
-def _load(path, layer_type=None):
-    """config.json or .gguf, chosen by the file (as every posenc command does)."""
+def _load(path, layer_type=None, layer=None):
+    """config.json or .gguf, chosen by the file (as every posenc command does); layer as in
+    from_hf_config."""
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"path: expected a path, got {type(path).__name__}")
-    return RopeSpec._load(os.fspath(path), layer_type or "")
+    if layer is None:
+        return RopeSpec._load(os.fspath(path), layer_type or "")
+    return _choose(RopeSpec._load(os.fspath(path), ""), layer_type, layer)
 
 
 def _inspect(self, numerics="precise", seq_len=None):

@@ -142,6 +142,24 @@ void bind_spec(py::module_& m) {
           },
           py::arg("layer_type"), "The RoPE of one layer type of a per-layer config (layer_types).")
       .def(
+          "_at_layer",
+          [](const Spec& s, std::int64_t layer) {
+            ModelConfig c = s.config();
+            std::optional<RopeSpec> r;
+            try {
+              r = layer_spec(c, layer);
+            } catch (const Error& e) {
+              throw py::value_error(std::string("layer: ") + e.what());
+            }
+            if (!r) {
+              throw py::value_error("layer (" + std::to_string(layer) + ") of " + c.source +
+                                    " has no RoPE (NoPE): its queries and keys are not rotated");
+            }
+            c.spec = *r;
+            return std::make_shared<Spec>(std::move(c));
+          },
+          py::arg("layer"))
+      .def(
           "frequencies",
           [](const Spec& s, const std::string& numerics, std::optional<std::int64_t> seq_len) {
             return s.frequencies(numerics_arg(numerics), seq_len_arg(seq_len));

@@ -16,6 +16,7 @@
 
 #include "core/ggml_model.h"
 #include "io/gguf_arch.h"
+#include "io/gguf_clip.h"
 #include "io/gguf_keys.h"
 #include "posenc/core/error.h"
 #include "posenc/core/frequencies.h"
@@ -60,6 +61,8 @@ class Mapper : GgufKeys {
     const auto arch = string("general.architecture");
     if (!arch) fail("general.architecture is missing; it names the model's architecture");
     arch_ = *arch;
+    // llama.cpp's multimodal projector files: the vision tower (its text model is another file).
+    if (arch_ == "clip") return gguf_detail::clip_model(f_);
     c.model_type = arch_;
     p_ = arch_ + ".";
     RopeSpec& s = c.spec;
@@ -68,6 +71,7 @@ class Mapper : GgufKeys {
     read_scaling(s, out.ggml);
     s.max_position_embeddings = ctx_train_;
     if (ggml_is_multi(mode_)) set_multi(out);
+    c.llama_cpp_rope_type = std::string(ggml_mode_name(mode_));
     finish(out);
     return out;
   }

@@ -76,6 +76,7 @@ std::string inspect_json(const ModelConfig& config, Numerics numerics, std::int6
   nlohmann::json j;
   j["source"] = config.source;
   j["model_type"] = config.model_type;
+  if (!config.llama_cpp_rope_type.empty()) j["llama_cpp_rope_type"] = config.llama_cpp_rope_type;
   if (layer) {
     const bool rope = layer_spec(config, *layer).has_value();
     const auto n = static_cast<std::size_t>(*layer);

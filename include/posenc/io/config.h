@@ -69,6 +69,9 @@ struct ModelConfig {
   std::int64_t num_hidden_layers = 0;         // 0 when the config does not say
   AttentionNotes attention;                   // Llama 4's keys; all unset for other models
   std::optional<DualChunkConfig> dual_chunk;  // Qwen2.5-1M dual chunk attention
+  // GGUF files: the ggml rope mode llama.cpp runs (ggml_mode_name: "normal", "neox", "mrope",
+  // "imrope", "vision"; Llama 4's vision tower "normal-2d"); "" for Hugging Face configs.
+  std::string llama_cpp_rope_type;
   std::vector<std::string> warnings;
   std::vector<std::string> ignored_keys;  // top-level keys that do not affect RoPE
 };

@@ -176,6 +176,9 @@ GgufFile read_gguf(const std::filesystem::path& path);
 // reads (u32 dims and contexts, f32 numbers, str, bool), and the factor tensors the shape
 // [n_rot / 2]; anything else is refused, as llama.cpp refuses the file. RoPE keys
 // this mapping does not apply are warnings; other keys are listed in config.ignored_keys.
+// general.architecture "clip" (llama.cpp's mmproj files) maps the vision tower instead
+// (docs/vision-rope.md): clip.projector_type qwen2vl_merger / qwen2.5vl_merger / qwen2.5o /
+// qwen3vl_merger give ggml_rope_multi's VISION mode, llama4 build_rope_2d; others are refused.
 struct GgufModel {
   ModelConfig config;
   GgmlRopeParams ggml;  // what llama.cpp passes to ggml_rope_ext / _multi at sequence length 0
