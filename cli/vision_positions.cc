@@ -136,15 +136,7 @@ void run(const Options& o) {
   if (!o.cos_sin) return;
   fmt::print("\ncos / sin ({}, [patches][{}]{})\n", numerics_name(numerics), cs.width,
              llama4 ? ": freqs_ci's real and imaginary parts" : ": cat(freqs, freqs)");
-  for (std::int64_t k = 0; k < p.tokens(); ++k) {
-    std::string c = fmt::format("{:>5} cos", k), s = "      sin";
-    for (std::int64_t j = 0; j < cs.width; ++j) {
-      const auto i = static_cast<std::size_t>(k * cs.width + j);
-      c += fmt::format(" {:.9g}", cs.cos[i]);
-      s += fmt::format(" {:.9g}", cs.sin[i]);
-    }
-    fmt::print("{}\n{}\n", c, s);
-  }
+  print_cos_sin_rows(p.tokens(), cs.width, cs.cos, cs.sin);
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 
 #include "support/cli_expect.h"
 #include "support/cli_runner.h"
+#include "support/temp_files.h"
 
 namespace {
 
@@ -25,12 +26,7 @@ CliRun posenc(const std::string& args) {
 }
 
 std::string config(const std::string& name, const std::string& text) {
-  const auto dir =
-      std::filesystem::temp_directory_path() / ("posenc_mrope_cli_" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
-  const auto p = dir / name;
-  std::ofstream(p) << text;
-  return p.string();
+  return posenc_test::write_temp_file("posenc_mrope_cli", name, text);
 }
 
 // The vision_config of Qwen2.5-VL-7B-Instruct's config.json (spatial_merge_size 2,

@@ -15,6 +15,7 @@
 
 #include "support/cli_expect.h"
 #include "support/cli_runner.h"
+#include "support/temp_files.h"
 
 namespace {
 
@@ -26,12 +27,7 @@ CliRun posenc(const std::string& args) {
 }
 
 std::string config(const std::string& name, const std::string& text) {
-  const auto dir =
-      std::filesystem::temp_directory_path() / ("posenc_vision_cli_" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
-  const auto p = dir / name;
-  std::ofstream(p) << text;
-  return p.string();
+  return posenc_test::write_temp_file("posenc_vision_cli", name, text);
 }
 
 // Qwen2-VL-7B-Instruct config.json: text rope_theta 1e6, 3584 / 28 = 128, legacy "type": "mrope"
