@@ -3,6 +3,7 @@
 // say, 1 on bad input.
 #include <filesystem>
 #include <iostream>
+#include <optional>
 #include <string>
 
 #include <fmt/format.h>
@@ -14,6 +15,7 @@
 #include "posenc/analysis/doctor.h"
 #include "posenc/core/mrope_positions.h"
 #include "posenc/io/config.h"
+#include "posenc/io/presets.h"
 #include "posenc/io/vision_config.h"
 #include "posenc/report/json.h"
 
@@ -26,17 +28,22 @@ struct CliDoctorOptions {
   bool json = false;
 };
 
-// The M-RoPE checks read the vision settings of a VL config.json; a preset or GGUF gets
-// transformers' defaults for its model_type.
+// The M-RoPE checks read the vision settings of a VL config.json or preset (its vision_config); a
+// GGUF file gets transformers' defaults for its model_type.
 DoctorOptions doctor_options(const CliDoctorOptions& o, const ModelConfig& config) {
   DoctorOptions d;
   if (!o.layout.empty()) d.layout = parse_mrope_layout(o.layout);
+  if (!mrope_model_for_type(config.model_type)) return d;
   const std::filesystem::path path(o.model.path);
-  if (!o.model.path.empty() && path.extension() == ".json" &&
-      mrope_model_for_type(config.model_type)) {
-    const VisionConfig vision = load_vision_config(path);
-    warn_all(vision.warnings);
-    d.vision = vision.vision;
+  std::optional<VisionConfig> vision;
+  if (const Preset* preset = o.model.preset.empty() ? nullptr : find_preset(o.model.preset)) {
+    vision = parse_vision_config(preset->json, "preset " + preset->name);
+  } else if (!o.model.path.empty() && path.extension() == ".json") {
+    vision = load_vision_config(path);
+  }
+  if (vision) {
+    warn_all(vision->warnings);
+    d.vision = vision->vision;
   }
   return d;
 }

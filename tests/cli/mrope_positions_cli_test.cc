@@ -216,4 +216,13 @@ TEST(DoctorMropeCli, ReadsVisionConfigAndLayout) {
   posenc_cli::expect_refused(posenc(bad), {"layout segment 2", "image:1x27x28", "27"}, bad);
 }
 
+// A preset carries its vision_config too: qwen2.5-vl-7b's tokens_per_second is 2 (the released
+// checkpoints'), not the class default 4 that a GGUF file would get.
+TEST(DoctorMropeCli, APresetsVisionConfigIsRead) {
+  const CliRun r = posenc("doctor --preset qwen2.5-vl-7b --layout text:3,video:4x28x28@1.5,text:2");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("tokens_per_second 2 here"));
+  EXPECT_THAT(r.out, HasSubstr("[0,2,4,6] instead of [0,3,6,9]"));
+}
+
 }  // namespace
