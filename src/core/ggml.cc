@@ -132,13 +132,16 @@ float checked_position(std::int64_t position) {
 template <typename At>
 void multi_ladder(const GgmlRopeParams& p, const float base[4], const At& at) {
   const std::array<int, 4>& s = p.sections;
-  const int sect_dims = s[0] + s[1] + s[2] + s[3];
+  const std::int64_t sum = std::int64_t{s[0]} + s[1] + s[2] + s[3];
+  if (sum <= 0 || sum > std::numeric_limits<int>::max() ||
+      *std::min_element(s.begin(), s.end()) < 0) {
+    throw Error("ggml_rope_multi: sections " + sections_str(s) +
+                " must be non-negative with a positive sum that fits an int");
+  }
+  const int sect_dims = static_cast<int>(sum);
   const int sec_w = s[0] + s[1];
   const int sec_e = sec_w + s[2];
-  if (sect_dims <= 0 || *std::min_element(s.begin(), s.end()) < 0) {
-    throw Error("ggml_rope_multi: sections " + sections_str(s) +
-                " must be non-negative with a positive sum");
-  }
+
   const bool vision = p.mode == GgmlMode::kVision;
   const bool imrope = p.mode == GgmlMode::kImrope;
   const float theta_scale = theta_scale_of(p);
@@ -300,7 +303,15 @@ std::vector<std::string> validate(const GgmlRopeParams& p) {
              ") must not be negative (sections " + sections_str(p.sections) + ")");
       }
     }
-    if (p.sections[0] + p.sections[1] + p.sections[2] <= 0) {
+    // ggml sums the sections in an int (sect_dims); 64 bits here, so that no sum overflows.
+    const std::int64_t sum =
+        std::int64_t{p.sections[0]} + p.sections[1] + p.sections[2] + p.sections[3];
+    if (sum > std::numeric_limits<int>::max()) {
+      fail("sections " + sections_str(p.sections) + " sum to " + std::to_string(sum) +
+           ", more than ggml's int sect_dims holds (" +
+           std::to_string(std::numeric_limits<int>::max()) + ")");
+    }
+    if (std::int64_t{p.sections[0]} + p.sections[1] + p.sections[2] <= 0) {
       fail("sections " + sections_str(p.sections) + ": mode " +
            std::string(ggml_mode_name(p.mode)) +
            " needs a positive t, h or w section (ggml asserts sections[0..2] are not all 0)");

@@ -155,7 +155,8 @@ class Mapper : GgufKeys {
       note("mode 8 (LLAMA_ROPE_TYPE_MROPE: " + arch_ + " with positive " + key +
            " t and h sections, pairs (i, i + n/2))");
     }
-    if (sections_[0] + sections_[1] + sections_[2] <= 0) {
+    // Summed in 64 bits: each section may be as large as int32 allows.
+    if (std::int64_t{sections_[0]} + sections_[1] + sections_[2] <= 0) {
       fail(show(key, *v) + ": the t, h and w sections are all 0 (ggml_rope_multi asserts one " +
            "is positive)");
     }

@@ -193,7 +193,8 @@ TEST(DoctorMrope, FractionalSecondsReadsTokensPerSecond) {
 
 // bf16 has 8 significant bits: 127999 (the last position of 128000) rounds to 250 x 512 = 128000.
 TEST(DoctorMrope, Bf16CacheAtTheModelsContext) {
-  const Finding* b = find(doctor(kQwen25Vl), "mrope-bf16-cache");
+  const std::vector<Finding> findings = doctor(kQwen25Vl);  // alive while b points into it
+  const Finding* b = find(findings, "mrope-bf16-cache");
   ASSERT_NE(b, nullptr);
   EXPECT_THAT(b->title, HasSubstr("128000 tokens"));
   EXPECT_THAT(b->detail, HasSubstr("at positions 127936 .. 127999"));

@@ -109,6 +109,10 @@ TEST(GgufMrope, BadSectionsAreRefusedNamingTheKey) {
   EXPECT_THAT(error_of_file(tiny_vl("qwen2vl", S({100, 100, 100, 0}))),
               AllOf(HasSubstr("sum to 300, more than the head dim (128"),
                     HasSubstr("qwen2vl.rope.dimension_sections")));
+  // Sections near int32's limit: their sum is taken in 64 bits (the fuzzer found an int overflow
+  // here: fuzz/corpus/gguf/regression-sections-sum-overflow.gguf) and refused by size.
+  EXPECT_THAT(error_of_file(tiny_vl("qwen2vl", S({1845624835, 778860082, 0, 0}))),
+              HasSubstr("sum to 2624484917, more than"));
 }
 
 // The model in ggml numerics rotates like ggml_rope_multi with the file's parameters: spec-mode

@@ -256,6 +256,11 @@ TEST(GgmlMulti, ValidateRefusesBadSectionsAndShapes) {
                 posenc::validate(Multi(GgmlMode::kMrope, 128, {16, -1, 24, 0}));
               }),
               HasSubstr("sections[1] (-1) must not be negative"));
+  // ggml sums the sections in an int: a sum past int32 is refused, not overflowed.
+  EXPECT_THAT(error_of([] {
+                posenc::validate(Multi(GgmlMode::kMrope, 128, {2147483647, 2147483647, 0, 0}));
+              }),
+              HasSubstr("sum to 4294967294, more than ggml's int sect_dims holds"));
   EXPECT_THAT(error_of([] {
                 posenc::validate(Multi(GgmlMode::kImrope, 128, {0, 0, 0, 8}));
               }),
