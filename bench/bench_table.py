@@ -1,0 +1,126 @@
+#!/usr/bin/env python3
+"""Runs `posenc bench --json` over every case and prints docs/benchmarks.md's results table.
+
+Usage (from the repository root, after a release build):
+    python3 bench/bench_table.py [--posenc build/release/cli/posenc] [--repetitions 5]
+        [--filter REGEX] [--threads 1,2] [--json-out run.json]
+
+One table, one row per case: the median time of --repetitions samples, GB/s, the ratios to the
+in-place stream, memcpy and the scalar loop measured in the same process, and for the fused cases
+the speed-up over rotate-then-copy. The header says what ran where: the commit, the SIMD target,
+the load average (/proc/loadavg) before and after, and the command. Standard library only.
+"""
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+
+
+def load_average():
+    try:
+        with open("/proc/loadavg", encoding="ascii") as f:
+            return " ".join(f.read().split()[:3])
+    except OSError:
+        return "unknown"
+
+
+def commit():
+    try:
+        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
+                             text=True, check=True)
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, check=True).stdout.strip()
+        return out.stdout.strip() + (" (with uncommitted changes)" if dirty else "")
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def cpu_model():
+    try:
+        with open("/proc/cpuinfo", encoding="ascii", errors="replace") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def fmt_time(seconds):
+    if seconds >= 1e-3:
+        return f"{seconds * 1e3:.2f} ms"
+    if seconds >= 1e-6:
+        return f"{seconds * 1e6:.2f} us"
+    return f"{seconds * 1e9:.0f} ns"
+
+
+def fmt_ratio(value):
+    return "-" if value is None else f"{value:.2f}"
+
+
+def table(records):
+    lines = ["| case | time | GB/s | ratio_to_stream | ratio_to_memcpy | ratio_to_scalar | "
+             "speedup_over_separate | threads used |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in records:
+        lines.append(
+            f"| {r['name']} | {fmt_time(r['seconds_median'])} | {r['bytes_per_second'] / 1e9:.2f} | "
+            f"{fmt_ratio(r.get('ratio_to_stream'))} | {fmt_ratio(r.get('ratio_to_memcpy'))} | "
+            f"{fmt_ratio(r.get('ratio_to_scalar'))} | "
+            f"{fmt_ratio(r.get('speedup_over_separate'))} | {r.get('threads_used', '-')} |")
+    return "\n".join(lines)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--posenc", default="build/release/cli/posenc",
+                        help="the posenc binary (default: %(default)s)")
+    parser.add_argument("--repetitions", type=int, default=5,
+                        help="samples per timing, each number is their median (default: 5)")
+    parser.add_argument("--filter", default="", help="regular expression on case names")
+    parser.add_argument("--threads", default="1,2", help="thread counts (default: 1,2)")
+    parser.add_argument("--json-out", help="also write the raw records here")
+    args = parser.parse_args()
+    if args.repetitions < 1:
+        parser.error(f"--repetitions ({args.repetitions}) must be at least 1")
+    if not os.access(args.posenc, os.X_OK):
+        parser.error(f"--posenc: {args.posenc} is not an executable (build first: "
+                     "cmake --preset release && cmake --build build/release)")
+
+    command = [args.posenc, "bench", "--json", "--repetitions", str(args.repetitions),
+               "--threads", args.threads]
+    if args.filter:
+        command += ["--filter", args.filter]
+    before = load_average()
+    started = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
+    t0 = time.monotonic()
+    run = subprocess.run(command, capture_output=True, text=True)
+    elapsed = time.monotonic() - t0
+    after = load_average()
+    if run.returncode != 0:
+        sys.stderr.write(run.stderr)
+        sys.exit(f"bench_table: {' '.join(command)} exited with {run.returncode}")
+    records = json.loads(run.stdout)
+    if args.json_out:
+        with open(args.json_out, "w", encoding="utf-8") as f:
+            json.dump({"command": command, "load_before": before, "load_after": after,
+                       "records": records}, f, indent=1)
+    targets = sorted({r.get("target", "?") for r in records})
+    print(f"Measured {started} at commit {commit()} on {os.cpu_count()} cores of {cpu_model()}, "
+          f"kernels on {', '.join(targets)}; load average (1, 5, 15 min) {before} before and "
+          f"{after} after the {elapsed:.0f} s run. Command:\n")
+    print("```sh")
+    print("python3 bench/bench_table.py --repetitions " + str(args.repetitions) +
+          (f" --filter '{args.filter}'" if args.filter else "") +
+          (f" --threads {args.threads}" if args.threads != "1,2" else ""))
+    print("# runs: " + " ".join(command))
+    print("```\n")
+    print(f"Medians of {args.repetitions} samples per number.\n")
+    print(table(records))
+
+
+if __name__ == "__main__":
+    main()
