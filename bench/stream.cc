@@ -7,6 +7,8 @@
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>
 
+#include <type_traits>
+
 #include "rope/kernels/half-inl.h"
 #include "stream.h"
 // clang-format on
@@ -22,6 +24,20 @@ HWY_INLINE void ScaleTyped(Tag tag, typename Tag::Storage* x, std::int64_t count
   const auto lanes = static_cast<std::int64_t>(hn::Lanes(d));
   const auto vs = hn::Set(d, scale);
   std::int64_t i = 0;
+#if HWY_TARGET != HWY_SCALAR
+  if constexpr (std::is_same_v<Tag, detail::BF16Tag>) {  // the kernel's even/odd bf16 form
+    for (; i + 2 * lanes <= count; i += 2 * lanes) {
+      hn::Vec<decltype(d)> even, odd;
+      detail::HWY_NAMESPACE::LoadBf16EvenOdd(d, x + i, even, odd);
+      detail::HWY_NAMESPACE::StoreBf16EvenOddResults(d, hn::Mul(even, vs), hn::Mul(odd, vs), x + i);
+    }
+  }
+#endif
+  for (; i + 2 * lanes <= count; i += 2 * lanes) {
+    const auto y0 = hn::Mul(detail::HWY_NAMESPACE::LoadF32(tag, d, x + i), vs);
+    const auto y1 = hn::Mul(detail::HWY_NAMESPACE::LoadF32(tag, d, x + i + lanes), vs);
+    detail::HWY_NAMESPACE::StoreResultsF32x2(tag, d, y0, y1, x + i);
+  }
   for (; i + lanes <= count; i += lanes) {
     detail::HWY_NAMESPACE::StoreF32(
         tag, d, hn::Mul(detail::HWY_NAMESPACE::LoadF32(tag, d, x + i), vs), x + i);

@@ -240,19 +240,19 @@ inline CLI::Option* add_texts(CLI::App* cmd, const std::string& name,
 inline CLI::Option* add_threads(CLI::App* cmd, int& value, const std::string& what) {
   return add_integer(cmd, "--threads", value, 1, kMaxThreads,
                      fmt::format("{}, in [1, {}]; more than this machine's hardware threads ({}) "
-                                 "runs with a warning",
+                                 "is capped to them, with a warning",
                                  what, kMaxThreads, hardware_threads()))
       ->capture_default_str();
 }
 
-// A warning on stderr when `threads` exceeds the hardware threads: they run, time-sliced.
+// A warning on stderr when `threads` exceeds the hardware threads: the library runs
+// run_threads(threads) of them (posenc/core/threads.h), and the warning says how many.
 inline void warn_oversubscribed(std::string_view flag, int threads) {
   if (threads > hardware_threads()) {
     fmt::print(stderr,
                "posenc: warning: {} ({}) is more than this machine's {} hardware threads; running "
-               "{} threads "
-               "anyway (they share the cores)\n",
-               flag, threads, hardware_threads(), threads);
+               "{} threads (more would only share the cores)\n",
+               flag, threads, hardware_threads(), run_threads(threads));
   }
 }
 

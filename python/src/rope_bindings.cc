@@ -22,6 +22,7 @@
 
 #include "bindings.h"
 #include "posenc/core/cos_sin.h"
+#include "posenc/core/threads.h"
 #include "posenc/rope/apply.h"
 #include "posenc/rope/table.h"
 #include "tensor_args.h"
@@ -318,11 +319,22 @@ RopeSource rope_source(py::handle rope, const std::optional<std::string>& numeri
   return {spec.frequencies(numerics_arg(numerics.value_or("precise")), len), nullptr};
 }
 
+// threads= above the hardware threads runs on run_threads(threads) of them: a RuntimeWarning
+// says so, as the CLI's --threads warning does (an out-of-range count is the library's error).
+void warn_capped_threads(int threads) {
+  if (threads <= hardware_threads() || threads > kMaxThreads) return;
+  const std::string msg = "threads (" + std::to_string(threads) + ") is more than this machine's " +
+                          std::to_string(hardware_threads()) + " hardware threads; running " +
+                          std::to_string(run_threads(threads));
+  if (PyErr_WarnEx(PyExc_RuntimeWarning, msg.c_str(), 2) < 0) throw py::error_already_set();
+}
+
 // apply_rope / apply_rope_ (q_out, k_out None: in place). Returns the threads that ran.
 int apply(py::handle q, py::handle k, py::handle q_out, py::handle k_out, py::handle positions,
           py::handle rope, bool inverse, const std::optional<std::string>& numerics,
           const std::optional<std::int64_t>& seq_len, const std::optional<std::int64_t>& head_size,
           const std::optional<int>& seq_dim, int threads, bool bf16) {
+  warn_capped_threads(threads);
   std::vector<Operand> ins, outs;
   ins.push_back({array_arg(q, "q", bf16), "q"});
   if (!k.is_none()) ins.push_back({array_arg(k, "k", bf16), "k"});
@@ -409,6 +421,7 @@ int apply(py::handle q, py::handle k, py::handle q_out, py::handle k_out, py::ha
 void rerotate(py::handle k, py::handle positions, std::shared_ptr<Frequencies> from,
               std::shared_ptr<Frequencies> to, std::optional<std::int64_t> head_size,
               std::optional<int> seq_dim, int threads, bool bf16) {
+  warn_capped_threads(threads);
   const ArrayArg a = array_arg(k, "k", bf16);
   const DType dtype = kernel_dtype(a, "k");
   if (!a.writable) value_error("k: a read-only array cannot be written");

@@ -104,6 +104,7 @@ int run(const RopeSpec& spec, const std::vector<Pass>& passes, std::int64_t toke
   // Few tokens: split the heads of each token too, so a short prefill still uses every thread.
   const std::int64_t elements = tokens * heads * spec.rotary_dim;
   check_threads(threads, who);
+  threads = run_threads(threads);
   if (elements < kMinParallelElements) threads = 1;
   const std::int64_t splits = tokens >= 2 * threads ? 1 : threads;
   const std::int64_t tasks = tokens * splits;

@@ -8,20 +8,11 @@
 #include "posenc/core/threads.h"
 
 namespace posenc::detail {
-namespace {
-
-std::pair<std::int64_t, std::int64_t> chunk(std::int64_t tasks, int parts, int index) {
-  const std::int64_t base = tasks / parts, extra = tasks % parts;
-  const std::int64_t begin = index * base + std::min<std::int64_t>(index, extra);
-  return {begin, begin + base + (index < extra ? 1 : 0)};
-}
-
-}  // namespace
 
 ThreadPool& ThreadPool::shared(int threads) {
   static ThreadPool pool;
   try {
-    pool.grow(threads - 1);
+    pool.grow(run_threads(threads) - 1);  // never more workers than the hardware has threads
   } catch (const std::system_error& e) {
     // The system refused a thread (EAGAIN: process or memory limits): say so, in posenc's terms.
     throw Error("cannot start " + std::to_string(threads) + " threads: " + e.what());
@@ -47,25 +38,35 @@ void ThreadPool::grow(int workers) {
   }
 }
 
+void ThreadPool::take_chunks(const std::function<void(std::int64_t, std::int64_t)>& body) {
+  for (;;) {
+    const std::int64_t begin = next_.fetch_add(chunk_, std::memory_order_relaxed);
+    if (begin >= tasks_) return;
+    try {
+      body(begin, std::min(begin + chunk_, tasks_));
+    } catch (...) {
+      next_.store(tasks_, std::memory_order_relaxed);  // hand out nothing more
+      std::lock_guard lock(mu_);
+      if (!error_) error_ = std::current_exception();
+      return;
+    }
+  }
+}
+
 void ThreadPool::worker_loop(int index) {
   std::uint64_t seen = 0;
   for (;;) {
     std::unique_lock lock(mu_);
-    wake_.wait(lock, [&] { return stop_ || (generation_ != seen && index < participants_); });
+    wake_.wait(lock,
+               [&] { return stop_ || (generation_ != seen && open_ && index < participants_); });
     if (stop_) return;
     seen = generation_;
-    const auto [begin, end] = chunk(tasks_, participants_, index);
+    ++active_;
     const auto* body = body_;
     lock.unlock();
-    std::exception_ptr error;
-    try {
-      if (begin < end) (*body)(begin, end);
-    } catch (...) {
-      error = std::current_exception();
-    }
+    take_chunks(*body);
     lock.lock();
-    if (error && !error_) error_ = error;
-    if (--pending_ == 0) done_.notify_one();
+    if (--active_ == 0 && !open_) done_.notify_one();
   }
 }
 
@@ -82,23 +83,22 @@ void ThreadPool::run(int threads, std::int64_t tasks,
   {
     std::lock_guard lock(mu_);
     tasks_ = tasks;
+    // About 4 chunks per participant: enough to rebalance when one thread is slow (its core
+    // shared), few enough that the per-chunk work (a cos/sin row buffer, a counter) stays small.
+    chunk_ = std::max<std::int64_t>(1, tasks / (4 * static_cast<std::int64_t>(parts)));
+    next_.store(0, std::memory_order_relaxed);
     participants_ = parts;
     body_ = &body;
-    pending_ = parts - 1;
     error_ = nullptr;
+    open_ = true;
+    active_ = 0;
     ++generation_;
   }
   wake_.notify_all();
-  std::exception_ptr mine;
-  try {
-    const auto [begin, end] = chunk(tasks, parts, 0);
-    if (begin < end) body(begin, end);
-  } catch (...) {
-    mine = std::current_exception();
-  }
+  take_chunks(body);
   std::unique_lock lock(mu_);
-  done_.wait(lock, [&] { return pending_ == 0; });
-  if (mine) std::rethrow_exception(mine);
+  open_ = false;  // a worker that wakes from now on sits this run out: nothing is left for it
+  done_.wait(lock, [&] { return active_ == 0; });
   if (error_) std::rethrow_exception(error_);
 }
 
@@ -107,7 +107,9 @@ void ThreadPool::run(int threads, std::int64_t tasks,
 namespace posenc {
 
 int hardware_threads() {
-  return std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  // Read once: glibc's answer reads /sys, and run_threads asks on every kernel call.
+  static const int n = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  return n;
 }
 
 }  // namespace posenc

@@ -1,10 +1,13 @@
 // src/util/thread_pool.h: a small persistent pool for the kernels (internal).
 //
 // Workers are started once and park on a condition variable, so a call pays a wake-up, not a
-// thread start. run() splits [0, tasks) into contiguous chunks, one per participant; the calling
-// thread takes the first chunk itself.
+// thread start. run() hands out [0, tasks) in contiguous chunks (about 4 per participant) from
+// an atomic counter; the calling thread takes chunks too, and returns once every chunk is done
+// and no worker is inside the run. A worker its core is slow to schedule (a loaded machine)
+// therefore costs nothing: the others take its chunks, instead of the call waiting for it.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -16,27 +19,33 @@ namespace posenc::detail {
 
 class ThreadPool {
  public:
-  // The process-wide pool with `threads - 1` workers (grown on demand, never shrunk).
+  // The process-wide pool with run_threads(threads) - 1 workers (grown on demand, never shrunk;
+  // run() then uses at most workers + 1 threads, so no caller oversubscribes the cores).
   static ThreadPool& shared(int threads);
 
   ~ThreadPool();
 
-  // Calls body(begin, end) over contiguous chunks of [0, tasks) on `threads` threads
-  // (the caller included) and returns when all are done. Exceptions are rethrown here.
+  // Calls body(begin, end) over contiguous, disjoint chunks covering [0, tasks) on up to
+  // `threads` threads (the caller included; any thread may run any number of chunks) and returns
+  // when all are done. The first exception stops the hand-out and is rethrown here.
   void run(int threads, std::int64_t tasks,
            const std::function<void(std::int64_t, std::int64_t)>& body);
 
  private:
   void grow(int workers);
   void worker_loop(int index);
+  void take_chunks(const std::function<void(std::int64_t, std::int64_t)>& body);
 
   std::mutex mu_;
   std::condition_variable wake_;
   std::condition_variable done_;
   std::vector<std::thread> workers_;
   std::uint64_t generation_ = 0;
-  int pending_ = 0;  // workers not yet finished with the current run
+  bool open_ = false;  // the current run still admits workers
+  int active_ = 0;     // workers inside the current run
   std::int64_t tasks_ = 0;
+  std::int64_t chunk_ = 1;
+  std::atomic<std::int64_t> next_{0};  // the first task not yet handed out
   int participants_ = 0;
   const std::function<void(std::int64_t, std::int64_t)>* body_ = nullptr;
   std::exception_ptr error_;

@@ -1,5 +1,8 @@
 """posenc.apply_rope / apply_rope_ / rerotate_keys_ / cos_sin_cache against a float64 numpy
 rotation (rope_reference.py), in every dtype, shape and layout the API takes; zero copy; autograd."""
+import os
+import warnings
+
 import numpy as np
 import pytest
 import torch
@@ -141,6 +144,24 @@ def test_threads_change_nothing():
     one, _ = posenc.apply_rope(q, None, torch.arange(300), spec, threads=1)
     two, _ = posenc.apply_rope(q, None, torch.arange(300), spec, threads=2)
     assert torch.equal(one, two)
+
+
+def test_threads_above_the_hardware_warn_and_are_capped():
+    spec = posenc.RopeSpec.preset("llama-2-7b")
+    q = make((300, 4, 128), "float32", "torch", 11)
+    one, _ = posenc.apply_rope(q, None, torch.arange(300), spec, threads=1)
+    hw = os.cpu_count()
+    if hw >= 256:
+        pytest.skip("256 threads are not above this machine's hardware threads")
+    with pytest.warns(RuntimeWarning, match=rf"threads \(256\) is more than this machine's {hw} "
+                      rf"hardware threads; running {hw}"):
+        many, _ = posenc.apply_rope(q, None, torch.arange(300), spec, threads=256)
+    assert torch.equal(one, many)
+    with pytest.warns(RuntimeWarning, match=r"threads \(256\)"):
+        posenc.apply_rope_(q, None, torch.arange(300), spec, threads=256)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        posenc.apply_rope(q, None, torch.arange(300), spec, threads=hw)  # no warning
 
 
 def test_dynamic_uses_the_largest_position_by_default():

@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include "posenc/core/frequencies.h"
+#include "posenc/core/threads.h"
 #include "posenc/rope/apply.h"
 #include "posenc/rope/targets.h"
 #include "reference/rope_reference.h"
@@ -168,6 +169,29 @@ TEST(ApplyRope, TailPairsGiveTheBitsOfBodyPairsOnEveryTarget) {
       }
     }
   });
+}
+
+// A valid count above the hardware threads runs on hardware_threads() of them (threads.h), and
+// apply_rope says so in its return value; the rotation is the one-thread rotation, bit for bit.
+TEST(ApplyRope, ThreadCountsAboveTheHardwareAreCappedToIt) {
+  const posenc::Frequencies f = posenc::compute_frequencies(Spec(128, 128, 0, Layout::kHalfSplit));
+  const std::int64_t tokens = 1024;  // 2^17 rotated elements: above the one-thread limit
+  std::mt19937 rng(5);
+  const Buffer in = Random(DType::kF32, static_cast<std::size_t>(tokens * 128), rng);
+  std::vector<std::int64_t> pos(static_cast<std::size_t>(tokens));
+  for (std::size_t i = 0; i < pos.size(); ++i) pos[i] = static_cast<std::int64_t>(i);
+  Buffer one = in, many = in;
+  posenc::RopeArgs args;
+  args.positions = std::span<const std::int64_t>(pos);
+  args.q = posenc::TensorView::contiguous(one.bytes.data(), DType::kF32, tokens, 1, 128);
+  EXPECT_EQ(posenc::apply_rope(f, args), 1);
+  args.q = posenc::TensorView::contiguous(many.bytes.data(), DType::kF32, tokens, 1, 128);
+  args.threads = posenc::kMaxThreads;
+  EXPECT_EQ(posenc::apply_rope(f, args), std::min(posenc::kMaxThreads, posenc::hardware_threads()));
+  EXPECT_EQ(posenc::run_threads(posenc::kMaxThreads),
+            std::min(posenc::kMaxThreads, posenc::hardware_threads()));
+  EXPECT_EQ(posenc::run_threads(1), 1);
+  EXPECT_TRUE(one.bytes == many.bytes);
 }
 
 TEST(ApplyRope, YarnAttentionFactorInverseAndInt32Positions) {

@@ -23,6 +23,7 @@
 #include <gtest/gtest.h>
 
 #include "posenc/core/frequencies.h"
+#include "posenc/core/threads.h"
 #include "posenc/rope/apply.h"
 #include "posenc/rope/table.h"
 #include "reference/fp8_reference.h"
@@ -381,6 +382,22 @@ TEST(KvCache, EveryPositionFormMethodTableAndThreads) {
   }
 }
 
+// A valid count above the hardware threads runs on hardware_threads() of them (threads.h); the
+// return value says how many ran.
+TEST(KvCache, ThreadCountsAboveTheHardwareAreCappedToIt) {
+  std::mt19937 rng(29);
+  Case c;
+  c.spec = posenc::testing::Spec(128, 128, 0, Layout::kHalfSplit);
+  c.tokens = 300;
+  c.q_heads = 8;
+  c.kv_heads = 4;
+  c.threads = posenc::kMaxThreads;
+  Inputs s = Make(c, rng);
+  EXPECT_EQ(posenc::rope_append_kv_cache(s.freqs, s.cache, s.args(c)),
+            std::min(posenc::kMaxThreads, posenc::hardware_threads()));
+  CheckCase(c, rng, Name(c) + " kMaxThreads");
+}
+
 // Unrotated append (rotate = false): k is copied as given, q is not accepted.
 TEST(KvCache, WithoutRotationKIsCopiedAsGiven) {
   std::mt19937 rng(17);
@@ -457,7 +474,11 @@ TEST(KvCache, Fp8E4M3ConversionMatchesReference) {
   while (values.size() % d) values.push_back(0.5f);
   const auto tokens = static_cast<std::int64_t>(values.size()) / d;
 
-  for (float scale : {1.0f, 0.25f, 3.0f}) {
+  // Powers of two in [2^-126, 2^126] take the kernel's multiply-by-the-exact-reciprocal path;
+  // 2^127, 2^-127 (subnormal), 2^-149 and the others divide: both must give the reference's bits.
+  for (float scale : {1.0f, 0.25f, 3.0f, 1.0f / 64, 0.1f, std::ldexp(1.0f, -126),
+                      std::ldexp(1.0f, 126), std::ldexp(1.0f, 127), std::ldexp(1.0f, -127),
+                      std::ldexp(1.0f, -149), std::nextafter(0.25f, 1.0f)}) {
     std::vector<std::uint8_t> expect(values.size());
     for (std::size_t i = 0; i < values.size(); ++i)
       expect[i] = posenc_ref::ToFp8E4M3(values[i] / scale);
@@ -495,6 +516,69 @@ TEST(KvCache, Fp8E4M3ConversionMatchesReference) {
   EXPECT_EQ(posenc_ref::ToFp8E4M3(std::ldexp(3.0f, -10)), 0x02);  // tie 1 / 2 -> even
   EXPECT_EQ(posenc_ref::ToFp8E4M3(1.0625f), 0x38);                // tie 1 / 1.125 -> even
   EXPECT_EQ(posenc_ref::ToFp8E4M3(std::numeric_limits<float>::quiet_NaN()) & 0x7F, 0x7F);
+}
+
+// bf16 rounding of arbitrary float32 bits (the value path converts v as given), on every target
+// and at every lane position (head_dims that run the two-vector, one-vector and one-lane loops):
+// ties to even both ways, -0, subnormals, max finite rounding to infinity, NaN payloads kept NaN
+// (quiet bit set, payload truncated: never rounded into infinity or across the sign).
+TEST(KvCache, Bf16StoreRoundsEveryValueClassToNearestEven) {
+  auto expect_bf16 = [](std::uint32_t u) -> std::uint16_t {
+    if ((u & 0x7FFFFFFFu) > 0x7F800000u) return static_cast<std::uint16_t>((u >> 16) | 0x40u);
+    // Nearest even by cases, not the kernel's add-and-shift recipe.
+    const std::uint32_t hi = u >> 16, lo = u & 0xFFFFu;
+    const bool up = lo > 0x8000u || (lo == 0x8000u && (hi & 1u));
+    return static_cast<std::uint16_t>(hi + (up ? 1u : 0u));
+  };
+  std::vector<std::uint32_t> bits = {
+      0x00000000u, 0x80000000u,               // +-0
+      0x3F808000u, 0x3F818000u,               // ties: even stays (0x3F80), odd rounds up (0x3F82)
+      0xBF808000u, 0xBF818000u,               // the same, negative
+      0x3F807FFFu, 0x3F808001u, 0x3F81FFFFu,  // beside a tie
+      0x00000001u, 0x00008000u, 0x00018000u, 0x807FFFFFu,  // subnormals, subnormal ties
+      0x7F7FFFFFu, 0xFF7FFFFFu,                            // max finite -> +-inf
+      0x7F7F7FFFu, 0x7F7F8000u, 0x7F7E8000u,               // below max's tie, ties at the top
+      0x7F800000u, 0xFF800000u,                            // +-inf
+      0x7F800001u, 0x7FBFFFFFu, 0x7FC00000u, 0x7FC08000u, 0x7FFFFFFFu,  // NaN payloads
+      0xFF800001u, 0xFFC0FFFFu, 0xFFFFFFFFu, 0x7F808000u, 0x7FFF8000u};
+  std::mt19937 rng(23);
+  std::uniform_int_distribution<std::uint32_t> any;
+  for (int i = 0; i < 2000; ++i) bits.push_back(any(rng));
+  for (const std::int64_t d :
+       {std::int64_t{2}, std::int64_t{7}, std::int64_t{29}, std::int64_t{37}, std::int64_t{64}}) {
+    std::vector<std::uint32_t> vals = bits;
+    while (vals.size() % static_cast<std::size_t>(d)) vals.push_back(0x3F808000u);
+    const auto tokens = static_cast<std::int64_t>(vals.size()) / d;
+    std::vector<float> v(vals.size());
+    for (std::size_t i = 0; i < v.size(); ++i) v[i] = std::bit_cast<float>(vals[i]);
+    posenc_test::ForEachTarget([&](const std::string& target) {
+      const posenc::RopeSpec spec = posenc::testing::Spec(d, d & ~1, 0, Layout::kHalfSplit);
+      const posenc::Frequencies f = posenc::compute_frequencies(spec);
+      std::vector<float> k(v.size(), 0.0f);
+      std::vector<std::uint16_t> kc(v.size()), vc(v.size());
+      posenc::KvCache cache = posenc::KvCache::contiguous(kc.data(), vc.data(), CacheDType::kBF16,
+                                                          KvCacheLayout::kVllm, tokens, 1, 1, d);
+      std::vector<std::int64_t> slots(static_cast<std::size_t>(tokens));
+      std::iota(slots.begin(), slots.end(), 0);
+      posenc::KvAppendArgs a;
+      a.k = posenc::TensorView::contiguous(k.data(), DType::kF32, tokens, 1, d);
+      a.v = posenc::TensorView::contiguous(v.data(), DType::kF32, tokens, 1, d);
+      a.rotate = false;
+      a.slot_mapping = slots;
+      posenc::rope_append_kv_cache(f, cache, a);
+      int wrong = 0;
+      for (std::size_t i = 0; i < v.size(); ++i) {
+        if (vc[i] != expect_bf16(vals[i]) && ++wrong <= 5) {
+          ADD_FAILURE() << target << " head_dim " << d << " element " << i << ": 0x" << std::hex
+                        << vals[i] << " -> 0x" << vc[i] << ", expected 0x" << expect_bf16(vals[i]);
+        }
+      }
+      EXPECT_EQ(wrong, 0) << target << " head_dim " << d;
+    });
+  }
+  EXPECT_EQ(expect_bf16(0x7F7FFFFFu), 0x7F80);  // the reference itself: max finite -> inf
+  EXPECT_EQ(expect_bf16(0x7FFFFFFFu), 0x7FFF);  // a NaN stays NaN, sign kept
+  EXPECT_EQ(expect_bf16(0x3F818000u), 0x3F82);
 }
 
 // Every refusal names the argument and value, and leaves q, k, v and both caches untouched.

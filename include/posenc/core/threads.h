@@ -1,9 +1,11 @@
 // posenc/core/threads.h: how many threads the functions that take a thread count accept
 // (apply_rope, rerotate_keys, llama::Session, llama::perplexity).
 //
-// Each count must lie in [1, kMaxThreads]. The kernels split a call into at most one chunk per
-// token (or per head of a token), and each extra thread costs a start-up the first time, so counts
-// beyond a few hundred only add overhead; a count above the machine's hardware threads is honoured.
+// Each count must lie in [1, kMaxThreads] (else an Error). A valid count above the machine's
+// hardware threads is capped to hardware_threads() (run_threads): more threads would only
+// time-slice the same cores, which slows memory-bound kernels down. The calls report the count
+// that ran (apply_rope's and rope_append_kv_cache's return value), which is also capped to what
+// the work splits into; the CLI's --threads and Python's threads= warn when they cap.
 #pragma once
 
 #include <string>
@@ -25,5 +27,11 @@ inline void check_threads(int threads, std::string_view who) {
 
 // The machine's hardware threads (std::thread::hardware_concurrency), at least 1.
 int hardware_threads();
+
+// The threads a valid request runs on: min(threads, hardware_threads()). The shared thread pool
+// never runs more, whoever asks (the RoPE kernels, llama::Session, llama::perplexity).
+inline int run_threads(int threads) {
+  return threads < hardware_threads() ? threads : hardware_threads();
+}
 
 }  // namespace posenc

@@ -13,6 +13,7 @@
 #include <hwy/highway.h>
 
 #include <cstring>
+#include <type_traits>
 
 #include "rope/kernels/half-inl.h"
 #include "rope/kernels/rotate-inl.h"
@@ -48,10 +49,56 @@ HWY_INLINE void RotateHalfSplit(Tag tag, const typename Tag::Storage* in,
   const hn::ScalableTag<float> d;
   const std::int64_t lanes = static_cast<std::int64_t>(hn::Lanes(d));
   std::int64_t i = 0;
+  // Two vectors per step, so a bf16 store packs 2 * lanes elements at once (half-inl.h).
+  for (; i + 2 * lanes <= n; i += 2 * lanes) {
+    const auto a0 = LoadF32(tag, d, in + i);
+    const auto a1 = LoadF32(tag, d, in + i + lanes);
+    const auto b0 = LoadF32(tag, d, in + i + n);
+    const auto b1 = LoadF32(tag, d, in + i + n + lanes);
+    hn::Vec<decltype(d)> ya0, yb0, ya1, yb1;
+    HalfSplitMath(d, a0, b0, hn::LoadU(d, c + i), hn::LoadU(d, s + i), ya0, yb0);
+    HalfSplitMath(d, a1, b1, hn::LoadU(d, c + i + lanes), hn::LoadU(d, s + i + lanes), ya1, yb1);
+    StoreResultsF32x2(tag, d, ya0, ya1, out + i);
+    StoreResultsF32x2(tag, d, yb0, yb1, out + i + n);
+  }
   for (; i + lanes <= n; i += lanes) HalfSplitLanes(tag, d, in + i, out + i, n, c + i, s + i);
   const hn::CappedTag<float, 1> d1;
   for (; i < n; ++i) HalfSplitLanes(tag, d1, in + i, out + i, n, c + i, s + i);
 }
+
+#if HWY_TARGET != HWY_SCALAR
+// bf16 half-split over whole blocks of 2 * lanes pairs in even/odd form (half-inl.h): the rows
+// ce / cs hold each block's even-indexed entries of c (s), then its odd ones (DeinterleaveRow),
+// so every element meets its own c_i, s_i in the same HalfSplitMath: the bits of RotateHalfSplit.
+template <class D>
+HWY_INLINE std::int64_t RotateHalfSplitBf16EvenOdd(D d, const std::uint16_t* in, std::uint16_t* out,
+                                                   std::int64_t n, const float* ce,
+                                                   const float* se) {
+  const std::int64_t lanes = static_cast<std::int64_t>(hn::Lanes(d));
+  std::int64_t i = 0;
+  for (; i + 2 * lanes <= n; i += 2 * lanes) {
+    hn::Vec<D> ae, ao, be, bo, yae, yao, ybe, ybo;
+    LoadBf16EvenOdd(d, in + i, ae, ao);
+    LoadBf16EvenOdd(d, in + i + n, be, bo);
+    HalfSplitMath(d, ae, be, hn::Load(d, ce + i), hn::Load(d, se + i), yae, ybe);
+    HalfSplitMath(d, ao, bo, hn::Load(d, ce + i + lanes), hn::Load(d, se + i + lanes), yao, ybo);
+    StoreBf16EvenOddResults(d, yae, yao, out + i);
+    StoreBf16EvenOddResults(d, ybe, ybo, out + i + n);
+  }
+  return i;
+}
+
+// row[0, blocks * 2 lanes) -> per block: its even entries, then its odd ones.
+template <class D>
+HWY_INLINE void DeinterleaveRow(D d, const float* row, std::int64_t count, float* out) {
+  const std::int64_t lanes = static_cast<std::int64_t>(hn::Lanes(d));
+  for (std::int64_t i = 0; i < count; i += 2 * lanes) {
+    const auto lo = hn::LoadU(d, row + i), hi = hn::LoadU(d, row + i + lanes);
+    hn::Store(hn::ConcatEven(d, hi, lo), d, out + i);
+    hn::Store(hn::ConcatOdd(d, hi, lo), d, out + i + lanes);
+  }
+}
+#endif
 
 // Interleaved: y = x c2 + partner(x) s2 lane by lane, where partner swaps the two dims of each
 // pair (c2, s2 expanded by the caller).
@@ -70,6 +117,15 @@ HWY_INLINE void RotateInterleaved(Tag tag, const typename Tag::Storage* in,
 #if HWY_TARGET != HWY_SCALAR  // one lane holds no pair to swap: the tail loop does it all
   const hn::ScalableTag<float> d;
   const std::int64_t lanes = static_cast<std::int64_t>(hn::Lanes(d));
+  for (; j + 2 * lanes <= dims; j += 2 * lanes) {
+    const auto x0 = LoadF32(tag, d, in + j);
+    const auto x1 = LoadF32(tag, d, in + j + lanes);
+    const auto y0 =
+        InterleavedMath(d, x0, hn::Shuffle2301(x0), hn::LoadU(d, c2 + j), hn::LoadU(d, s2 + j));
+    const auto y1 = InterleavedMath(d, x1, hn::Shuffle2301(x1), hn::LoadU(d, c2 + j + lanes),
+                                    hn::LoadU(d, s2 + j + lanes));
+    StoreResultsF32x2(tag, d, y0, y1, out + j);
+  }
   for (; j + lanes <= dims; j += lanes) {
     const auto x = LoadF32(tag, d, in + j);
     InterleavedLanes(tag, d, x, hn::Shuffle2301(x), out + j, c2 + j, s2 + j);
@@ -91,6 +147,41 @@ HWY_INLINE void RotateTyped(Tag tag, const TokenHeads& t) {
   const T* in = static_cast<const T*>(t.in);
   T* out = static_cast<T*>(t.out);
   const std::int64_t rotated = 2 * t.pairs;
+#if HWY_TARGET != HWY_SCALAR
+  if constexpr (std::is_same_v<Tag, BF16Tag>) {
+    // bf16 half-split, several heads: deinterleave the row once per token (amortised over the
+    // heads), then rotate the whole blocks in even/odd form and the rest as usual.
+    const hn::ScalableTag<float> d;
+    const std::int64_t block = 2 * static_cast<std::int64_t>(hn::Lanes(d));
+    const std::int64_t whole = t.pairs / block * block;
+    constexpr std::int64_t kMaxRow = 1024;
+    if (t.layout == Layout::kHalfSplit && t.heads >= 2 && whole > 0 && whole <= kMaxRow) {
+      alignas(64) float ce[kMaxRow], se[kMaxRow];
+      DeinterleaveRow(d, t.c, whole, ce);
+      DeinterleaveRow(d, t.s, whole, se);
+      for (std::int64_t h = 0; h < t.heads; ++h) {
+        const T* hin = in + h * t.head_stride;
+        T* hout = out + h * t.head_stride;
+        if (t.copy_rest) {
+          std::memcpy(hout, hin, static_cast<std::size_t>(t.offset) * sizeof(T));
+          std::memcpy(hout + t.offset + rotated, hin + t.offset + rotated,
+                      static_cast<std::size_t>(t.head_dim - t.offset - rotated) * sizeof(T));
+        }
+        const std::int64_t n = t.pairs;
+        const T* a = hin + t.offset;
+        T* y = hout + t.offset;
+        const std::int64_t done = RotateHalfSplitBf16EvenOdd(d, a, y, n, ce, se);
+        const std::int64_t lanes = block / 2;
+        std::int64_t i = done;
+        for (; i + lanes <= n; i += lanes)
+          HalfSplitLanes(tag, d, a + i, y + i, n, t.c + i, t.s + i);
+        const hn::CappedTag<float, 1> d1;
+        for (; i < n; ++i) HalfSplitLanes(tag, d1, a + i, y + i, n, t.c + i, t.s + i);
+      }
+      return;
+    }
+  }
+#endif
   for (std::int64_t h = 0; h < t.heads; ++h) {
     const T* hin = in + h * t.head_stride;
     T* hout = out + h * t.head_stride;
