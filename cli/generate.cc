@@ -1,6 +1,7 @@
 // `posenc generate --model M --prompt TEXT`: continue a prompt with a Llama model, as a sanity
 // check of the forward pass and of a scaling method (greedy unless --temperature is set).
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <iostream>
 #include <limits>
@@ -17,6 +18,7 @@
 #include "options.h"
 #include "posenc/core/error.h"
 #include "posenc/llama/llama.h"
+#include "posenc/llama/perplexity.h"
 
 namespace posenc::cli {
 namespace {
@@ -24,6 +26,8 @@ namespace {
 struct GenerateOptions {
   std::string model;
   std::string prompt;
+  std::optional<std::string> prompt_file;
+  std::optional<std::int64_t> prompt_tokens;
   std::int64_t tokens = 128;
   double temperature = 0.0;
   std::uint64_t seed = 1;
@@ -31,6 +35,7 @@ struct GenerateOptions {
   std::optional<double> factor;
   int threads = 1;
   CLI::Option* seed_option = nullptr;
+  CLI::Option* prompt_option = nullptr;
 };
 
 std::int32_t pick(const std::vector<float>& logits, double temperature, std::mt19937_64& rng) {
@@ -54,6 +59,8 @@ void run_generate(const GenerateOptions& o) {
                 ") has no effect: generation is greedy unless --temperature "
                 "is above 0, and only sampling draws random numbers");
   }
+  if (o.prompt_option->count() == 0 && !o.prompt_file)
+    throw Error("generate needs a prompt: --prompt TEXT or --prompt-file PATH");
   warn_oversubscribed("--threads", o.threads);
   const llama::Model model = [&] {
     try {
@@ -71,7 +78,24 @@ void run_generate(const GenerateOptions& o) {
   }
   const llama::Tokenizer& tok = model.tokenizer();
   std::vector<std::int32_t> ids{tok.bos_id()};
-  const std::vector<std::int32_t> prompt = tok.encode(o.prompt);
+  std::string prompt_text = o.prompt;
+  if (o.prompt_file) {
+    try {
+      prompt_text = llama::read_text(*o.prompt_file);
+    } catch (const Error& e) {
+      throw Error(std::string("--prompt-file: ") + e.what());
+    }
+  }
+  std::vector<std::int32_t> prompt = tok.encode(prompt_text);
+  if (o.prompt_tokens) {
+    if (*o.prompt_tokens > static_cast<std::int64_t>(prompt.size())) {
+      throw Error(fmt::format("--prompt-tokens ({}) must be at most the prompt's {} tokens",
+                              *o.prompt_tokens, prompt.size()));
+    }
+    prompt.resize(static_cast<std::size_t>(*o.prompt_tokens));
+    prompt_text = tok.decode(prompt);
+    if (!prompt_text.empty() && prompt_text[0] == ' ') prompt_text.erase(0, 1);  // dummy prefix
+  }
   ids.insert(ids.end(), prompt.begin(), prompt.end());
   const std::int64_t positions = llama::max_capacity(model.config());
   if (o.tokens > positions - static_cast<std::int64_t>(ids.size())) {
@@ -86,8 +110,11 @@ void run_generate(const GenerateOptions& o) {
                                  .threads = o.threads});
   std::vector<float> logits(static_cast<std::size_t>(model.config().vocab_size));
   std::mt19937_64 rng(o.seed);
+  const auto t0 = std::chrono::steady_clock::now();
   session.forward(ids, logits, static_cast<std::int64_t>(ids.size()) - 1);
-  std::cout << o.prompt << std::flush;
+  const auto t1 = std::chrono::steady_clock::now();
+  const auto first = static_cast<std::int64_t>(ids.size());
+  std::cout << prompt_text << std::flush;
   for (std::int64_t i = 0; i < o.tokens; ++i) {
     const std::int32_t next = pick(logits, o.temperature, rng);
     if (next == tok.bos_id() || next == tok.eos_id()) break;  // the stories end with BOS
@@ -97,7 +124,15 @@ void run_generate(const GenerateOptions& o) {
     ids.push_back(next);
     session.forward(std::span<const std::int32_t>(&ids.back(), 1), logits);
   }
-  std::cout << "\n";
+  std::cout << "\n" << std::flush;
+  const double prompt_s = std::chrono::duration<double>(t1 - t0).count();
+  const double gen_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
+  const std::int64_t generated = static_cast<std::int64_t>(ids.size()) - first;
+  std::cerr << fmt::format(
+      "generate: BOS + prompt, {} tokens, in {:.3f} s; {} tokens generated at positions {} .. {} "
+      "in {:.3f} s ({:.0f} tokens/s)\n",
+      first, prompt_s, generated, first, first + generated - 1, gen_s,
+      gen_s > 0 ? static_cast<double>(generated) / gen_s : 0.0);
 }
 
 }  // namespace
@@ -111,7 +146,17 @@ void add_generate(CLI::App& app) {
       "by "
       "default, with any RoPE scaling method. Prints the prompt and its continuation.");
   add_text(cmd, "--model", o->model, "The model file (v1 format)", "PATH")->required();
-  cmd->add_option("--prompt", o->prompt, "The text to continue")->required();
+  CLI::Option* prompt = cmd->add_option("--prompt", o->prompt, "The text to continue");
+  CLI::Option* prompt_file =
+      add_text(cmd, "--prompt-file", o->prompt_file,
+               "Continue this text file instead (read as `eval --text` reads it)", "PATH");
+  prompt->excludes(prompt_file);
+  prompt_file->excludes(prompt);
+  o->prompt_option = prompt;
+  add_integer(cmd, "--prompt-tokens", o->prompt_tokens, std::int64_t{0},
+              std::numeric_limits<std::int64_t>::max(),
+              "Keep only the first N tokens of the prompt (with --prompt-file: start generating "
+              "at position N + 1, e.g. to time decoding at a given context)");
   add_integer(cmd, "--tokens", o->tokens, std::numeric_limits<std::int64_t>::min(),
               std::numeric_limits<std::int64_t>::max(),
               "Tokens to generate at most (stops early at BOS/EOS); at most the KV cache's "

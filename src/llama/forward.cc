@@ -8,8 +8,13 @@
 // KV cache layout: keys [position, layer, kv_head, head_dim], so that all the cached keys of every
 // layer are one TensorView [positions, layers * kv_heads, head_dim] for rerotate_keys; values
 // [layer, position, kv_head, head_dim].
+#include <time.h>
+
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <numeric>
 #include <string>
@@ -40,6 +45,36 @@ void rmsnorm(float* out, const float* x, const float* w, std::int64_t n) {
   for (std::int64_t i = 0; i < n; ++i) out[i] = w[i] * (scale * x[i]);
 }
 
+// POSENC_PROFILE=1: each Session prints on stderr, when it is destroyed, the wall and CPU time
+// (all threads) of each part of the forward pass (docs/eval.md, "Where the time goes").
+enum Part { kQkv, kRope, kAttention, kFfn, kLogits, kRerotate, kParts };
+constexpr const char* kPartNames[kParts] = {"qkv", "rope",   "attention",
+                                            "ffn", "logits", "rerotate"};
+
+double process_cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
+struct Profile {
+  bool on = std::getenv("POSENC_PROFILE") != nullptr && *std::getenv("POSENC_PROFILE") != '\0' &&
+            std::string(std::getenv("POSENC_PROFILE")) != "0";
+  double wall[kParts] = {}, cpu[kParts] = {};
+  std::chrono::steady_clock::time_point t;
+  double c = 0;
+  void start() {
+    if (!on) return;
+    t = std::chrono::steady_clock::now();
+    c = process_cpu_seconds();
+  }
+  void stop(Part p) {
+    if (!on) return;
+    wall[p] += std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+    cpu[p] += process_cpu_seconds() - c;
+  }
+};
+
 bool same_angles(const Frequencies& a, const Frequencies& b) {
   return a.inv_freq == b.inv_freq && a.attention_factor == b.attention_factor;
 }
@@ -57,6 +92,28 @@ struct Session::State {
   std::vector<std::int32_t> all_positions;  // 0, 1, ..., capacity - 1
   // Scratch, [step, ...] row-major.
   std::vector<float> x, xb, q, k, v, att, hb, hb2;
+  Profile profile;
+  std::int64_t tokens_run = 0;
+
+  ~State() {
+    if (!profile.on || tokens_run == 0) return;
+    std::string line = "profile: " + std::string(method_name(opt.rope.method)) + ", capacity " +
+                       std::to_string(opt.capacity) + ", " + std::to_string(tokens_run) +
+                       " tokens, " + std::to_string(opt.threads) +
+                       " threads; part: wall s / cpu s:";
+    double wall = 0, cpu = 0;
+    for (int p = 0; p < kParts; ++p) {
+      char part[96];
+      std::snprintf(part, sizeof part, " %s %.3f/%.3f", kPartNames[p], profile.wall[p],
+                    profile.cpu[p]);
+      line += part;
+      wall += profile.wall[p];
+      cpu += profile.cpu[p];
+    }
+    char total[96];
+    std::snprintf(total, sizeof total, "; total %.3f/%.3f\n", wall, cpu);
+    std::fputs((line + total).c_str(), stderr);
+  }
 
   std::int64_t step_tokens() const {
     return depends_on_length(opt.rope) ? opt.step : std::max(opt.step, kStaticStep);
@@ -86,6 +143,7 @@ struct Session::State {
     Frequencies next = compute_frequencies(opt.rope, opt.numerics, seq_len);
     if (same_angles(next, freqs)) return;
     if (size > 0) {
+      profile.start();
       const Config& c = model->config();
       const TensorView keys{k_cache.data(),        DType::kF32,  size,
                             c.layers * c.kv_heads, c.head_dim(), c.layers * c.kv_dim(),
@@ -93,6 +151,7 @@ struct Session::State {
       rerotate_keys(freqs, next, keys, std::span<const std::int32_t>(all_positions.data(), z(size)),
                     opt.threads);
       ++rerotations;
+      profile.stop(kRerotate);
     }
     freqs = std::move(next);
   }
@@ -117,9 +176,11 @@ void Session::State::step(std::span<const std::int32_t> tokens, float* logits,
     const float* e = w.embedding.data() + tokens[z(t)] * H;
     std::copy(e, e + H, x.data() + t * H);
   }
+  tokens_run += m;
   for (std::int64_t l = 0; l < c.layers; ++l) {
     // q, k, v of the step's tokens.
     const std::int64_t blocks = (m + 3) / 4;
+    profile.start();
     parallel(blocks, [&](std::int64_t b0, std::int64_t b1) {
       const std::int64_t t0 = 4 * b0, t1 = std::min(m, 4 * b1);
       for (std::int64_t t = t0; t < t1; ++t)
@@ -132,6 +193,8 @@ void Session::State::step(std::span<const std::int32_t> tokens, float* logits,
       a.w = w.wv_t.data() + l * H * KV, a.out = v.data() + t0 * KV;
       detail::matmul(a);
     });
+    profile.stop(kQkv);
+    profile.start();
     RopeArgs rope;
     rope.q = TensorView::contiguous(q.data(), DType::kF32, m, c.heads, hd);
     rope.k = TensorView::contiguous(k.data(), DType::kF32, m, c.kv_heads, hd);
@@ -142,6 +205,8 @@ void Session::State::step(std::span<const std::int32_t> tokens, float* logits,
       std::copy_n(v.data() + t * KV, KV, v_cache.data() + (l * opt.capacity + p0 + t) * KV);
     }
 
+    profile.stop(kRope);
+    profile.start();
     // Attention: tasks are (head, tile of query tokens).
     const std::int64_t tile = detail::attention_tile_tokens();
     const std::int64_t tiles = (m + tile - 1) / tile;
@@ -166,6 +231,8 @@ void Session::State::step(std::span<const std::int32_t> tokens, float* logits,
       }
     });
 
+    profile.stop(kAttention);
+    profile.start();
     // Output projection and feed-forward, by token.
     parallel(blocks, [&](std::int64_t b0, std::int64_t b1) {
       const std::int64_t t0 = 4 * b0, t1 = std::min(m, 4 * b1), rows = t1 - t0;
@@ -182,15 +249,18 @@ void Session::State::step(std::span<const std::int32_t> tokens, float* logits,
       detail::matmul({hb.data() + t0 * I, I, rows, w.down_t.data() + l * I * H, I, H,
                       x.data() + t0 * H, H, true});
     });
+    profile.stop(kFfn);
   }
   size += m;
 
   if (first_logit < m) {
+    profile.start();
     const std::int64_t rows = m - first_logit;
     for (std::int64_t t = first_logit; t < m; ++t)
       rmsnorm(xb.data() + t * H, x.data() + t * H, w.final_norm.data(), H);
     matmul_rows(
         {xb.data() + first_logit * H, H, rows, w.embedding_t.data(), H, V, logits, V, false}, rows);
+    profile.stop(kLogits);
   }
 }
 

@@ -114,4 +114,32 @@ TEST(GenerateCli, GreedyContinuation) {
       posenc("generate --model " + kModel + " --prompt \"Once upon a time\" --tokens 40").out);
 }
 
+// --prompt-file and --prompt-tokens start decoding at a chosen position (bench/eval_speed.py
+// times decoding at positions 512 and 4096 this way); the timing line on stderr says where.
+TEST(GenerateCli, PromptFileAndPromptTokens) {
+  const CliRun r = posenc("generate --model " + kModel + " --prompt-file " + kPride +
+                          " --prompt-tokens 20 --tokens 5 --threads 2");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.err.find("BOS + prompt, 21 tokens"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("at positions 21 .. 25"), std::string::npos) << r.err;
+  EXPECT_EQ(r.out.rfind("PRIDE AND PREJUDICE", 0), 0u) << r.out;
+  // The same prompt given as text: the same continuation.
+  const CliRun same = posenc("generate --model " + kModel +
+                             " --prompt \"PRIDE AND PREJUDICE\" --tokens 5 --threads 1");
+  ASSERT_EQ(same.status, 0) << same.err;
+  EXPECT_EQ(same.out, r.out);
+
+  CliRun e = posenc("generate --model " + kModel + " --tokens 3");
+  EXPECT_EQ(e.status, 1);
+  EXPECT_NE(e.err.find("--prompt TEXT or --prompt-file PATH"), std::string::npos) << e.err;
+  e = posenc("generate --model " + kModel + " --prompt Once --prompt-tokens 5 --tokens 3");
+  EXPECT_EQ(e.status, 1);
+  EXPECT_NE(e.err.find("--prompt-tokens (5) must be at most the prompt's 1 tokens"),
+            std::string::npos)
+      << e.err;
+  e = posenc("generate --model " + kModel + " --prompt-file " + kPride + ".missing --tokens 3");
+  EXPECT_EQ(e.status, 1);
+  EXPECT_NE(e.err.find("--prompt-file"), std::string::npos) << e.err;
+}
+
 }  // namespace
