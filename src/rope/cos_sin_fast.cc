@@ -7,20 +7,22 @@
 //     sin and cos of the remainder are within 1 ulp (<= u below 1), the correction term and the
 //     final sum add < u/2. So the anchor Z_0 and the step factor U = exact_sincos(1, w) are
 //     within sqrt(2) d < 3u of z_0 and exp(i w) (complex modulus).
-//  2. One step Z_m = fl(Z_{m-1} U): each part is x y - x' y' with one product rounded and the
-//     rest fused (FMA), or both products and the sum rounded (no FMA); either way the error is
-//     <= 2u (|x y| + |x' y'|) <= 2u |Z||U| by Cauchy-Schwarz, so < 3u in modulus (|Z|, |U| are
-//     within 2^-30 of 1 for m <= 512). With e_m = |Z_m - z_m|:
-//       e_m <= e_{m-1} |U| + |U - exp(i w)| + 3u <= e_{m-1} (1 + 3u) + 6u,
-//     so e_m <= 6u (m + 1) (1 + 3u)^m < 6.01u (m + 1) for m <= 512.
-//  3. The entry v = fl(Re Z_m * af) is within |af| (e_m + u) of af cos((p0 + m) w); the exact
-//     path's double r = fl(c * af) within |af| (d + u) = 3u |af|. So |v - r| <= |af| u (6.01 m +
-//     10.1), and computing v - E and v + E rounds by at most u |v| more.
-//  E = |af| u (8 m + 16) covers all of it for m <= kMaxSteps (8 m + 16 >= 6.01 m + 10.1 + 1.01 +
-//  2.1 there). Positions are those exact_sincos reduces exactly, |p| < 2^31; w is any double.
-// Where fl32(v - E) == fl32(v + E), monotonic rounding gives fl32(r) == fl32(v); elsewhere the
-// pair is recomputed with exact_sincos (about 1e-4 of the entries at m = 512, mostly values near
-// zero, whose float32 ulp is small).
+//  2. The row kept is A_m, af times the m-th row: A_0 is the exact path's own doubles fl(c af),
+//     fl(s af), within |af| (d + 1.01u) < 3.1u |af| per part, 4.4u |af| in modulus, of af z_0;
+//     A_m = fl(A_{m-1} U). Each part of a product is x y - x' y' with one product rounded and the
+//     rest fused (FMA), or both products and the sum rounded (no FMA): either way the error is
+//     <= 2u (|x y| + |x' y'|) <= 2u |A||U| by Cauchy-Schwarz, < 3u |af| in modulus (|A| / |af| and
+//     |U| are within 2^-30 of 1 for m <= 512). With e_m = |A_m - af z_m|:
+//       e_m <= e_{m-1} |U| + |af| |U - exp(i w)| + 3u |af| <= e_{m-1} (1 + 3u) + 6u |af|,
+//     so e_m <= |af| u (6 m + 4.4) (1 + 3u)^m < |af| u (6.01 m + 4.4) for m <= 512.
+//  3. The entry v = Re A_m (or Im) is within e_m of af cos((p0 + m) w); the exact path's double
+//     r = fl(c af) within 3.1u |af|. So |v - r| <= |af| u (6.01 m + 7.5), and computing v - E
+//     and v + E rounds by at most 1.01u |af| more.
+//  E = |af| u (8 m + 16) covers all of it for m <= kMaxSteps (8 m + 16 >= 6.01 m + 8.6).
+//  Positions are those exact_sincos reduces exactly, |p| < 2^31; w is any double.
+// Where fl32(v - E) == fl32(v + E), monotonic rounding gives fl32(r) == fl32(v - E), the entry
+// written; elsewhere the pair is recomputed with exact_sincos (measured: about 2e-3 of the pairs
+// of stepped rows, mostly values near zero, whose float32 ulp is small).
 #include "rope/cos_sin_fast.h"
 
 #include <algorithm>
@@ -62,8 +64,6 @@ CosSinStepper::CosSinStepper(const Frequencies& freqs, double bound_scale)
   }
   c_.resize(n);
   s_.resize(n);
-  last_c_.resize(n);
-  last_s_.resize(n);
   last_pos_.assign(axes, 0);
   flagged_.resize(n);
   factors_.resize(std::size_t{1} << std::min<std::size_t>(axes, 4));
@@ -71,9 +71,12 @@ CosSinStepper::CosSinStepper(const Frequencies& freqs, double bound_scale)
 
 void CosSinStepper::anchor(const std::int64_t* ap, float* c, float* s) {
   for (std::size_t i = 0; i < w_.size(); ++i) {
-    exact_sincos(ap[slot_axis_[i]], w_[i], s_[i], c_[i]);
-    c[i] = static_cast<float>(c_[i] * af_);
-    s[i] = static_cast<float>(s_[i] * af_);
+    double se, ce;
+    exact_sincos(ap[slot_axis_[i]], w_[i], se, ce);
+    c_[i] = ce * af_;
+    s_[i] = se * af_;
+    c[i] = static_cast<float>(c_[i]);
+    s[i] = static_cast<float>(s_[i]);
   }
   since_anchor_ = 0;
   ++stats_.anchors;
@@ -116,19 +119,15 @@ void CosSinStepper::row(std::span<const std::int64_t> ap, float* c, float* s) {
     const std::int64_t p = ap[a], last = last_pos_[a];
     if (p == last) continue;
     // |p| < 2^31 keeps exact_sincos exact; the step stays below that too.
-    if (p - 1 != last || p >= (std::int64_t{1} << 31) || p <= -(std::int64_t{1} << 31)) {
+    if (p >= (std::int64_t{1} << 31) || p <= -(std::int64_t{1} << 31) || p - 1 != last) {
       steppable = false;
     }
     moving |= 1u << a;
   }
   std::copy(ap.begin(), ap.end(), last_pos_.begin());
-  if (since_anchor_ >= 0 && moving == 0) {
-    std::copy(last_c_.begin(), last_c_.end(), c);
-    std::copy(last_s_.begin(), last_s_.end(), s);
-    ++stats_.repeats;
-    return;
-  }
-  if (!steppable) {
+  // The same positions again (a call that splits one token's heads between threads) are
+  // recomputed, so that no float row needs keeping.
+  if (!steppable || moving == 0) {
     anchor(ap.data(), c, s);
   } else {
     const std::vector<double>& f = step_factors(moving);
@@ -139,7 +138,6 @@ void CosSinStepper::row(std::span<const std::int64_t> ap, float* c, float* s) {
     st.uc = f.data();
     st.us = f.data() + n;
     st.n = static_cast<std::int64_t>(n);
-    st.scale = af_;
     st.bound =
         bound_scale_ * std::abs(af_) * kUnitRoundoff * static_cast<double>(8 * since_anchor_ + 16);
     st.cos_out = c;
@@ -156,8 +154,6 @@ void CosSinStepper::row(std::span<const std::int64_t> ap, float* c, float* s) {
     stats_.exact_pairs += k;
     ++stats_.steps;
   }
-  std::copy(c, c + n, last_c_.begin());
-  std::copy(s, s + n, last_s_.begin());
 }
 
 }  // namespace posenc::detail

@@ -25,7 +25,6 @@ class CosSinStepper {
   struct Stats {
     std::int64_t anchors = 0;      // rows computed exactly
     std::int64_t steps = 0;        // rows stepped from the previous one
-    std::int64_t repeats = 0;      // rows equal to the previous one (same positions)
     std::int64_t exact_pairs = 0;  // pairs of stepped rows the bound sent to the exact path
   };
 
@@ -53,7 +52,6 @@ class CosSinStepper {
   double af_ = 1.0;
   double bound_scale_ = 1.0;
   std::vector<double> c_, s_;  // the current row, unscaled
-  std::vector<float> last_c_, last_s_;
   std::vector<std::int64_t> last_pos_;
   std::vector<std::int64_t> flagged_;
   // Step factors per set of moving axes (bit a: axis a moves by one): [uc | us], 2n each; (1, 0)

@@ -19,25 +19,26 @@ namespace hn = hwy::HWY_NAMESPACE;
 // Rounding to nearest is monotonic, so fl32(v - e) == fl32(v + e) means every double within e of
 // v, the exact path's among them, rounds to fl32(v).
 template <class D>
-HWY_INLINE bool StepLanes(D d, const CosSinStep& a, std::int64_t i, hn::Vec<D> scale,
-                          hn::Vec<D> bound) {
+HWY_INLINE bool StepLanes(D d, const CosSinStep& a, double* HWY_RESTRICT pc,
+                          double* HWY_RESTRICT ps, const double* HWY_RESTRICT uc,
+                          const double* HWY_RESTRICT us, float* HWY_RESTRICT oc,
+                          float* HWY_RESTRICT os, hn::Vec<D> bound) {
+  (void)a;
   const hn::Rebind<float, D> df;
-  const auto c = hn::LoadU(d, a.c + i);
-  const auto s = hn::LoadU(d, a.s + i);
-  const auto uc = hn::LoadU(d, a.uc + i);
-  const auto us = hn::LoadU(d, a.us + i);
-  const auto c2 = hn::MulSub(c, uc, hn::Mul(s, us));
-  const auto s2 = hn::MulAdd(s, uc, hn::Mul(c, us));
-  hn::StoreU(c2, d, a.c + i);
-  hn::StoreU(s2, d, a.s + i);
-  const auto vc = hn::Mul(c2, scale);
-  const auto vs = hn::Mul(s2, scale);
-  hn::StoreU(hn::DemoteTo(df, vc), df, a.cos_out + i);
-  hn::StoreU(hn::DemoteTo(df, vs), df, a.sin_out + i);
-  const auto ok_c =
-      hn::Eq(hn::DemoteTo(df, hn::Sub(vc, bound)), hn::DemoteTo(df, hn::Add(vc, bound)));
-  const auto ok_s =
-      hn::Eq(hn::DemoteTo(df, hn::Sub(vs, bound)), hn::DemoteTo(df, hn::Add(vs, bound)));
+  const auto c = hn::LoadU(d, pc);
+  const auto s = hn::LoadU(d, ps);
+  const auto vuc = hn::LoadU(d, uc);
+  const auto vus = hn::LoadU(d, us);
+  const auto c2 = hn::MulSub(c, vuc, hn::Mul(s, vus));
+  const auto s2 = hn::MulAdd(s, vuc, hn::Mul(c, vus));
+  hn::StoreU(c2, d, pc);
+  hn::StoreU(s2, d, ps);
+  const auto lo_c = hn::DemoteTo(df, hn::Sub(c2, bound));
+  const auto lo_s = hn::DemoteTo(df, hn::Sub(s2, bound));
+  hn::StoreU(lo_c, df, oc);
+  hn::StoreU(lo_s, df, os);
+  const auto ok_c = hn::Eq(lo_c, hn::DemoteTo(df, hn::Add(c2, bound)));
+  const auto ok_s = hn::Eq(lo_s, hn::DemoteTo(df, hn::Add(s2, bound)));
   return hn::AllTrue(df, hn::And(ok_c, ok_s));
 }
 
@@ -46,11 +47,11 @@ HWY_NOINLINE std::int64_t FlagLanes(const CosSinStep& a, std::int64_t begin, std
                                     std::int64_t flagged) {
   const hn::CappedTag<double, 1> d1;
   const hn::Rebind<float, decltype(d1)> f1;
-  const auto scale = hn::Set(d1, a.scale), bound = hn::Set(d1, a.bound);
+  const auto bound = hn::Set(d1, a.bound);
   for (std::int64_t i = begin; i < end; ++i) {
     bool ok = true;
     for (const double* row : {a.c, a.s}) {
-      const auto v = hn::Mul(hn::LoadU(d1, row + i), scale);
+      const auto v = hn::LoadU(d1, row + i);
       ok = ok && hn::AllTrue(f1, hn::Eq(hn::DemoteTo(f1, hn::Sub(v, bound)),
                                         hn::DemoteTo(f1, hn::Add(v, bound))));
     }
@@ -62,15 +63,24 @@ HWY_NOINLINE std::int64_t FlagLanes(const CosSinStep& a, std::int64_t begin, std
 std::int64_t CosSinStepRow(const CosSinStep& a) {
   const hn::ScalableTag<double> d;
   const auto lanes = static_cast<std::int64_t>(hn::Lanes(d));
-  const auto scale = hn::Set(d, a.scale), bound = hn::Set(d, a.bound);
+  const auto bound = hn::Set(d, a.bound);
+  double* HWY_RESTRICT c = a.c;
+  double* HWY_RESTRICT s = a.s;
+  const double* HWY_RESTRICT uc = a.uc;
+  const double* HWY_RESTRICT us = a.us;
+  float* HWY_RESTRICT oc = a.cos_out;
+  float* HWY_RESTRICT os = a.sin_out;
+  const std::int64_t n = a.n;
   std::int64_t flagged = 0, i = 0;
-  for (; i + lanes <= a.n; i += lanes) {
-    if (!StepLanes(d, a, i, scale, bound)) flagged = FlagLanes(a, i, i + lanes, flagged);
+  for (; i + lanes <= n; i += lanes) {
+    if (!StepLanes(d, a, c + i, s + i, uc + i, us + i, oc + i, os + i, bound))
+      flagged = FlagLanes(a, i, i + lanes, flagged);
   }
   const hn::CappedTag<double, 1> d1;
-  const auto scale1 = hn::Set(d1, a.scale), bound1 = hn::Set(d1, a.bound);
-  for (; i < a.n; ++i) {
-    if (!StepLanes(d1, a, i, scale1, bound1)) a.flagged[flagged++] = i;
+  const auto bound1 = hn::Set(d1, a.bound);
+  for (; i < n; ++i) {
+    if (!StepLanes(d1, a, c + i, s + i, uc + i, us + i, oc + i, os + i, bound1))
+      a.flagged[flagged++] = i;
   }
   return flagged;
 }
