@@ -17,13 +17,12 @@ namespace hn = hwy::HWY_NAMESPACE;
 
 // Pairs [i, i + Lanes(d)): returns true when every entry's interval rounds to one float32.
 // Rounding to nearest is monotonic, so fl32(v - e) == fl32(v + e) means every double within e of
-// v, the exact path's among them, rounds to fl32(v).
+// v, the exact path's among them, rounds to fl32(v - e), the float written (where the check fails
+// the caller overwrites it).
 template <class D>
-HWY_INLINE bool StepLanes(D d, const CosSinStep& a, double* HWY_RESTRICT pc,
-                          double* HWY_RESTRICT ps, const double* HWY_RESTRICT uc,
-                          const double* HWY_RESTRICT us, float* HWY_RESTRICT oc,
-                          float* HWY_RESTRICT os, hn::Vec<D> bound) {
-  (void)a;
+HWY_INLINE bool StepLanes(D d, double* HWY_RESTRICT pc, double* HWY_RESTRICT ps,
+                          const double* HWY_RESTRICT uc, const double* HWY_RESTRICT us,
+                          float* HWY_RESTRICT oc, float* HWY_RESTRICT os, hn::Vec<D> bound) {
   const hn::Rebind<float, D> df;
   const auto c = hn::LoadU(d, pc);
   const auto s = hn::LoadU(d, ps);
@@ -73,13 +72,13 @@ std::int64_t CosSinStepRow(const CosSinStep& a) {
   const std::int64_t n = a.n;
   std::int64_t flagged = 0, i = 0;
   for (; i + lanes <= n; i += lanes) {
-    if (!StepLanes(d, a, c + i, s + i, uc + i, us + i, oc + i, os + i, bound))
+    if (!StepLanes(d, c + i, s + i, uc + i, us + i, oc + i, os + i, bound))
       flagged = FlagLanes(a, i, i + lanes, flagged);
   }
   const hn::CappedTag<double, 1> d1;
   const auto bound1 = hn::Set(d1, a.bound);
   for (; i < n; ++i) {
-    if (!StepLanes(d1, a, c + i, s + i, uc + i, us + i, oc + i, os + i, bound1))
+    if (!StepLanes(d1, c + i, s + i, uc + i, us + i, oc + i, os + i, bound1))
       a.flagged[flagged++] = i;
   }
   return flagged;
