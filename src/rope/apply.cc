@@ -3,7 +3,9 @@
 #include "posenc/rope/apply.h"
 
 #include <algorithm>
+#include <atomic>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -11,6 +13,7 @@
 #include "posenc/core/cos_sin.h"
 #include "posenc/core/error.h"
 #include "posenc/core/threads.h"
+#include "rope/cos_sin_fast.h"
 #include "rope/kernels/rotate.h"
 #include "rope/rope_rows.h"
 #include "util/thread_pool.h"
@@ -245,8 +248,31 @@ RowFn cos_sin_rows(const Frequencies& freqs, const Positions& positions, std::in
       runs.back().end = i + 1;
     }
   }
-  return [&freqs, positions, tokens, table, axes, gather_table, runs, n](std::int64_t t, float* c,
-                                                                         float* s) {
+  // Rows computed here: `precise` ones by each thread's CosSinStepper (a thread computes a run of
+  // consecutive tokens; the stepper lives in thread-local storage, keyed by this call), the other
+  // numerics by cos_sin_row_f32. Both give the same bits.
+  static std::atomic<std::uint64_t> calls{0};
+  const std::uint64_t call = ++calls;
+  const bool step = CosSinStepper::applies(freqs);
+  auto computed = [&freqs, call, step, n](std::span<const std::int64_t> ap, float* c, float* s) {
+    if (!step) {
+      if (ap.size() == 1) {
+        cos_sin_row_f32(freqs, ap[0], {c, n}, {s, n});
+      } else {
+        cos_sin_row_f32(freqs, ap, {c, n}, {s, n});
+      }
+      return;
+    }
+    thread_local std::uint64_t stepper_call = 0;
+    thread_local std::optional<CosSinStepper> stepper;
+    if (stepper_call != call) {
+      stepper.emplace(freqs);
+      stepper_call = call;
+    }
+    stepper->row(ap, c, s);
+  };
+  return [positions, tokens, table, axes, gather_table, runs, computed](std::int64_t t, float* c,
+                                                                        float* s) {
     if (axes == 1) {
       const std::int64_t p = position_at(positions, t);
       if (table && p >= 0 && p < table->positions()) {
@@ -254,7 +280,7 @@ RowFn cos_sin_rows(const Frequencies& freqs, const Positions& positions, std::in
         std::copy(cr.begin(), cr.end(), c);
         std::copy(sr.begin(), sr.end(), s);
       } else {
-        cos_sin_row_f32(freqs, p, {c, n}, {s, n});
+        computed(std::span<const std::int64_t>(&p, 1), c, s);
       }
       return;
     }
@@ -264,8 +290,7 @@ RowFn cos_sin_rows(const Frequencies& freqs, const Positions& positions, std::in
     for (std::int64_t a = 0; a < axes && inside; ++a)
       inside = ap[a] >= 0 && ap[a] < table->positions();
     if (!inside) {
-      cos_sin_row_f32(freqs, std::span<const std::int64_t>(ap, static_cast<std::size_t>(axes)),
-                      {c, n}, {s, n});
+      computed(std::span<const std::int64_t>(ap, static_cast<std::size_t>(axes)), c, s);
       return;
     }
     const float* cr[kMaxAxes];

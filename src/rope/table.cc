@@ -1,11 +1,13 @@
 // CosSinTable and the on-the-fly row: cos/sin in the Frequencies' convention, rounded once.
 #include "posenc/rope/table.h"
 
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "posenc/core/cos_sin.h"
 #include "posenc/core/error.h"
+#include "rope/cos_sin_fast.h"
 
 namespace posenc {
 
@@ -60,9 +62,16 @@ CosSinTable::CosSinTable(const Frequencies& freqs, std::int64_t positions)
   const auto n = static_cast<std::size_t>(pairs_);
   cos_.resize(static_cast<std::size_t>(positions) * n);
   sin_.resize(cos_.size());
+  // Consecutive positions: `precise` rows by the stepper (the same bits, far fewer exact calls).
+  std::optional<detail::CosSinStepper> stepper;
+  if (detail::CosSinStepper::applies(freqs_)) stepper.emplace(freqs_);
   for (std::int64_t p = 0; p < positions; ++p) {
     const auto at = static_cast<std::size_t>(p) * n;
-    cos_sin_row_f32(freqs_, p, {cos_.data() + at, n}, {sin_.data() + at, n});
+    if (stepper) {
+      stepper->row(std::span<const std::int64_t>(&p, 1), cos_.data() + at, sin_.data() + at);
+    } else {
+      cos_sin_row_f32(freqs_, p, {cos_.data() + at, n}, {sin_.data() + at, n});
+    }
   }
 }
 

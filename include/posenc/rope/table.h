@@ -45,8 +45,9 @@ class CosSinTable {
   std::vector<float> sin_;
 };
 
-// One row computed on the fly: cos/sin of every pair at `position`, rounded once to float32.
-// The table-free path of the kernels uses this per token (shared by the token's heads).
+// One row computed on the fly: cos/sin of every pair at `position`, rounded once to float32 (the
+// exact path). The kernels' table-free path gives these bits too, stepping `precise` rows of
+// consecutive positions (src/rope/cos_sin_fast.h); CosSinTable does the same.
 void cos_sin_row_f32(const Frequencies& freqs, std::int64_t position, std::span<float> cos_out,
                      std::span<float> sin_out);
 // Multi-axis: one position per axis of freqs.spec's axis map (cos_sin_at's multi-axis rule).

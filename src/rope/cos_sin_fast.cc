@@ -1,0 +1,159 @@
+// CosSinStepper: rows by exact anchors and double rotations, rounded where a bound proves it.
+//
+// The bound. u = 2^-53 (double's unit roundoff); z_m = exp(i (p0 + m) w) the exact value of the
+// m-th row after the anchor at p0, for one pair (w the double inv_freq, the product p w exact as
+// in exact_sincos); af the attention factor.
+//  1. exact_sincos gives cos and sin within d = 2u each: the reduction is exact to ~1e-22, glibc's
+//     sin and cos of the remainder are within 1 ulp (<= u below 1), the correction term and the
+//     final sum add < u/2. So the anchor Z_0 and the step factor U = exact_sincos(1, w) are
+//     within sqrt(2) d < 3u of z_0 and exp(i w) (complex modulus).
+//  2. The row kept is A_m, af times the m-th row: A_0 is the exact path's own doubles fl(c af),
+//     fl(s af), within |af| (d + 1.01u) < 3.1u |af| per part, 4.4u |af| in modulus, of af z_0;
+//     A_m = fl(A_{m-1} U). Each part of a product is x y - x' y' with one product rounded and the
+//     rest fused (FMA), or both products and the sum rounded (no FMA): either way the error is
+//     <= 2u (|x y| + |x' y'|) <= 2u |A||U| by Cauchy-Schwarz, < 3u |af| in modulus (|A| / |af| and
+//     |U| are within 2^-30 of 1 for m <= 512). With e_m = |A_m - af z_m|:
+//       e_m <= e_{m-1} |U| + |af| |U - exp(i w)| + 3u |af| <= e_{m-1} (1 + 3u) + 6u |af|,
+//     so e_m <= |af| u (6 m + 4.4) (1 + 3u)^m < |af| u (6.01 m + 4.4) for m <= 512.
+//  3. The entry v = Re A_m (or Im) is within e_m of af cos((p0 + m) w); the exact path's double
+//     r = fl(c af) within 3.1u |af|. So |v - r| <= |af| u (6.01 m + 7.5), and computing v - E
+//     and v + E rounds by at most 1.01u |af| more.
+//  E = |af| u (8 m + 16) covers all of it for m <= kMaxSteps (8 m + 16 >= 6.01 m + 8.6).
+//  Positions are those exact_sincos reduces exactly, |p| < 2^31; w is any double.
+// Where fl32(v - E) == fl32(v + E), monotonic rounding gives fl32(r) == fl32(v - E), the entry
+// written; elsewhere the pair is recomputed with exact_sincos (measured: about 2e-3 of the pairs
+// of stepped rows, mostly values near zero, whose float32 ulp is small).
+#include "rope/cos_sin_fast.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "posenc/core/cos_sin.h"
+#include "posenc/core/error.h"
+#include "rope/kernels/cos_sin_fast_kernel.h"
+
+namespace posenc::detail {
+
+namespace {
+
+constexpr double kUnitRoundoff = 0x1p-53;
+constexpr std::size_t kMaxAxes = 8 * sizeof(unsigned);
+
+}  // namespace
+
+bool CosSinStepper::applies(const Frequencies& freqs) {
+  return freqs.numerics == Numerics::kPrecise && std::isfinite(freqs.attention_factor) &&
+         std::abs(freqs.attention_factor) < 0x1p64;
+}
+
+CosSinStepper::CosSinStepper(const Frequencies& freqs, double bound_scale)
+    : w_(freqs.inv_freq), af_(freqs.attention_factor), bound_scale_(bound_scale) {
+  if (!applies(freqs)) throw Error("CosSinStepper: rows of these numerics cannot be stepped");
+  const std::size_t n = w_.size();
+  const AxisMap& map = freqs.spec.axis_map;
+  slot_axis_.assign(n, 0);
+  if (!map.slot_axis.empty()) {
+    for (std::size_t i = 0; i < n; ++i) slot_axis_[i] = static_cast<std::size_t>(map.slot_axis[i]);
+  }
+  const std::size_t axes = std::max<std::size_t>(1, static_cast<std::size_t>(map.axes));
+  if (axes > kMaxAxes) throw Error("CosSinStepper: too many axes (" + std::to_string(axes) + ")");
+  for (std::size_t a = 0; a < axes; ++a) {
+    if (std::find(slot_axis_.begin(), slot_axis_.end(), a) != slot_axis_.end())
+      used_axes_.push_back(static_cast<unsigned>(a));
+  }
+  c_.resize(n);
+  s_.resize(n);
+  last_pos_.assign(axes, 0);
+  flagged_.resize(n);
+  factors_.resize(std::size_t{1} << std::min<std::size_t>(axes, 4));
+}
+
+void CosSinStepper::anchor(const std::int64_t* ap, float* c, float* s) {
+  for (std::size_t i = 0; i < w_.size(); ++i) {
+    double se, ce;
+    exact_sincos(ap[slot_axis_[i]], w_[i], se, ce);
+    c_[i] = ce * af_;
+    s_[i] = se * af_;
+    c[i] = static_cast<float>(c_[i]);
+    s[i] = static_cast<float>(s_[i]);
+  }
+  since_anchor_ = 0;
+  ++stats_.anchors;
+}
+
+const std::vector<double>& CosSinStepper::step_factors(unsigned moving) {
+  const std::size_t n = w_.size();
+  if (unit_step_.empty()) {
+    unit_step_.resize(2 * n);
+    for (std::size_t i = 0; i < n; ++i) exact_sincos(1, w_[i], unit_step_[n + i], unit_step_[i]);
+  }
+  if (moving >= factors_.size()) factors_.resize(std::size_t{moving} + 1);
+  std::vector<double>& f = factors_[moving];
+  if (f.empty()) {
+    f.resize(2 * n);
+    for (std::size_t i = 0; i < n; ++i) {
+      const bool moves = (moving >> slot_axis_[i]) & 1u;
+      f[i] = moves ? unit_step_[i] : 1.0;
+      f[n + i] = moves ? unit_step_[n + i] : 0.0;
+    }
+  }
+  return f;
+}
+
+void CosSinStepper::row(std::span<const std::int64_t> ap, float* c, float* s) {
+  const std::size_t n = w_.size();
+  std::int64_t same[kMaxAxes];
+  if (ap.size() == 1 && last_pos_.size() > 1) {
+    std::fill(same, same + last_pos_.size(), ap[0]);
+    ap = std::span<const std::int64_t>(same, last_pos_.size());
+  }
+  if (ap.size() != last_pos_.size()) {
+    throw Error("CosSinStepper: " + std::to_string(ap.size()) + " axis positions for a " +
+                std::to_string(last_pos_.size()) + "-axis map");
+  }
+  // Which axes moved by one since the last row; any other change re-anchors.
+  unsigned moving = 0;
+  bool steppable = since_anchor_ >= 0 && since_anchor_ < kMaxSteps;
+  for (unsigned a : used_axes_) {
+    const std::int64_t p = ap[a], last = last_pos_[a];
+    if (p == last) continue;
+    // |p| < 2^31 keeps exact_sincos exact; the step stays below that too.
+    if (p >= (std::int64_t{1} << 31) || p <= -(std::int64_t{1} << 31) || p - 1 != last) {
+      steppable = false;
+    }
+    moving |= 1u << a;
+  }
+  std::copy(ap.begin(), ap.end(), last_pos_.begin());
+  // The same positions again (a call that splits one token's heads between threads) are
+  // recomputed, so that no float row needs keeping.
+  if (!steppable || moving == 0) {
+    anchor(ap.data(), c, s);
+  } else {
+    const std::vector<double>& f = step_factors(moving);
+    ++since_anchor_;
+    CosSinStep st;
+    st.c = c_.data();
+    st.s = s_.data();
+    st.uc = f.data();
+    st.us = f.data() + n;
+    st.n = static_cast<std::int64_t>(n);
+    st.bound =
+        bound_scale_ * std::abs(af_) * kUnitRoundoff * static_cast<double>(8 * since_anchor_ + 16);
+    st.cos_out = c;
+    st.sin_out = s;
+    st.flagged = flagged_.data();
+    const std::int64_t k = cos_sin_step(st);
+    for (std::int64_t j = 0; j < k; ++j) {
+      const auto i = static_cast<std::size_t>(flagged_[static_cast<std::size_t>(j)]);
+      double se, ce;
+      exact_sincos(ap[slot_axis_[i]], w_[i], se, ce);
+      c[i] = static_cast<float>(ce * af_);
+      s[i] = static_cast<float>(se * af_);
+    }
+    stats_.exact_pairs += k;
+    ++stats_.steps;
+  }
+}
+
+}  // namespace posenc::detail

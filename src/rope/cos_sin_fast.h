@@ -1,0 +1,65 @@
+// src/rope/cos_sin_fast.h: the on-the-fly cos/sin rows of `precise` numerics at memory speed
+// (internal).
+//
+// A CosSinStepper makes the rows of a run of tokens whose positions go up by one (a prefill):
+// it computes one row exactly (exact_sincos, the anchor), then each next row by rotating the
+// previous one by the step angle w_i in double, and rounds each entry to float32 only where an
+// error bound proves the rounding equals the exact path's; other entries, and every row after
+// kMaxSteps steps or after any other jump of a position, are computed exactly. So every entry is
+// bit-identical to cos_sin_row_f32 (the bound and its derivation are in cos_sin_fast.cc).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "posenc/core/frequencies.h"
+
+namespace posenc::detail {
+
+class CosSinStepper {
+ public:
+  // Steps between exact anchors.
+  static constexpr std::int64_t kMaxSteps = 512;
+
+  struct Stats {
+    std::int64_t anchors = 0;      // rows computed exactly
+    std::int64_t steps = 0;        // rows stepped from the previous one
+    std::int64_t exact_pairs = 0;  // pairs of stepped rows the bound sent to the exact path
+  };
+
+  // Whether rows of `freqs` can be stepped: `precise` numerics and a finite attention factor
+  // below 2^64 (the others keep their engines' float32 arithmetic, cos_sin_at).
+  static bool applies(const Frequencies& freqs);
+
+  // `bound_scale` multiplies the error bound: 1 in the library; tests shrink it to show the
+  // check is what keeps the rows exact.
+  explicit CosSinStepper(const Frequencies& freqs, double bound_scale = 1.0);
+
+  // The row at one position per axis of the spec's axis map, or one position for every axis, n
+  // values each; the same bits as cos_sin_row_f32 of those positions.
+  void row(std::span<const std::int64_t> axis_positions, float* c, float* s);
+
+  const Stats& stats() const { return stats_; }
+
+ private:
+  void anchor(const std::int64_t* axis_positions, float* c, float* s);
+  const std::vector<double>& step_factors(unsigned moving);
+
+  std::vector<double> w_;
+  std::vector<std::size_t> slot_axis_;  // per pair; all 0 for a one-axis row
+  std::vector<unsigned> used_axes_;     // the axes some pair reads
+  double af_ = 1.0;
+  double bound_scale_ = 1.0;
+  std::vector<double> c_, s_;  // the current row, unscaled
+  std::vector<std::int64_t> last_pos_;
+  std::vector<std::int64_t> flagged_;
+  // Step factors per set of moving axes (bit a: axis a moves by one): [uc | us], 2n each; (1, 0)
+  // for pairs of axes that stay.
+  std::vector<std::vector<double>> factors_;
+  std::vector<double> unit_step_;   // exact cos w_i, sin w_i, made on the first step
+  std::int64_t since_anchor_ = -1;  // -1: no row yet
+  Stats stats_;
+};
+
+}  // namespace posenc::detail

@@ -1,0 +1,258 @@
+// The on-the-fly cos/sin rows of `precise` numerics (src/rope/cos_sin_fast.h): the stepped rows
+// against the exact path (cos_sin_row_f32: exact_sincos, rounded once) bit for bit, over positions
+// to 2^31 and real specs, on every SIMD target; the fallback counted and shown to be needed; and
+// apply_rope on the fly against the table path, bit for bit.
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "posenc/core/frequencies.h"
+#include "posenc/io/presets.h"
+#include "posenc/rope/apply.h"
+#include "posenc/rope/table.h"
+#include "rope/cos_sin_fast.h"
+#include "support/rope_test_support.h"
+#include "support/simd_targets.h"
+
+namespace {
+
+using posenc::DType;
+using posenc::Frequencies;
+using posenc::detail::CosSinStepper;
+using posenc_test::ForEachTarget;
+
+constexpr std::int64_t kTop = (std::int64_t{1} << 31) - 1;
+
+struct Named {
+  std::string name;
+  Frequencies freqs;
+};
+
+// Real specs in precise numerics: plain RoPE, Llama 3 scaling, YaRN (with DeepSeek's attention
+// factor), LongRoPE's long factors, partial rotary (half-split and interleaved), the multi-axis
+// maps of Qwen2-VL (sections) and Qwen3-VL (interleaved).
+std::vector<Named> RealSpecs() {
+  std::vector<Named> out;
+  out.push_back({"plain-10000-128",
+                 posenc::compute_frequencies(posenc::testing::make_spec(posenc::Method::kNone))});
+  for (const char* preset : {"llama-3.1-8b", "qwen2.5-7b-instruct-yarn4", "deepseek-v2-lite",
+                             "pythia-410m", "gpt-j-6b", "qwen2-vl-7b", "qwen3-vl-8b"}) {
+    out.push_back({preset, posenc::compute_frequencies(posenc::load_preset(preset).spec)});
+  }
+  out.push_back({"phi-3-mini-128k@131072",
+                 posenc::compute_frequencies(posenc::load_preset("phi-3-mini-128k").spec,
+                                             posenc::Numerics::kPrecise, 131072)});
+  return out;
+}
+
+// Anchors over every magnitude: 0, powers of two and random values up to 2^31 - 1 (each leaving
+// room for `run` steps below 2^31), and negative ones.
+std::vector<std::int64_t> Anchors(std::int64_t run, int random_count, std::uint32_t seed) {
+  std::vector<std::int64_t> out = {0, 1, kTop - run, kTop - run - 12345, -run - 7, -1000000007};
+  for (int e = 4; e <= 30; e += 2) out.push_back((std::int64_t{1} << e) - run / 2);
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> log2(0.0, 31.0);
+  for (int i = 0; i < random_count; ++i) {
+    const auto p = static_cast<std::int64_t>(std::exp2(log2(rng)));
+    out.push_back(std::min(p, kTop - run));
+  }
+  return out;
+}
+
+bool SameBits(const std::vector<float>& a, const std::vector<float>& b) {
+  return std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+// Runs a stepper over `run` consecutive positions (every axis) from each anchor and counts rows
+// that differ from the exact path's.
+struct RunResult {
+  std::int64_t rows = 0, differing = 0;
+  CosSinStepper::Stats stats;
+};
+
+RunResult StepAndCompare(const Frequencies& f, const std::vector<std::int64_t>& anchors,
+                         std::int64_t run, double bound_scale) {
+  const auto n = static_cast<std::size_t>(f.pair_count());
+  const auto axes = static_cast<std::size_t>(posenc::axis_count(f.spec));
+  RunResult r;
+  std::vector<float> c(n), s(n), want_c(n), want_s(n);
+  for (std::int64_t a : anchors) {
+    CosSinStepper st(f, bound_scale);
+    for (std::int64_t m = 0; m < run; ++m) {
+      const std::vector<std::int64_t> ap(axes, a + m);
+      st.row(ap, c.data(), s.data());
+      posenc::cos_sin_row_f32(f, ap, want_c, want_s);
+      ++r.rows;
+      if (!SameBits(c, want_c) || !SameBits(s, want_s)) {
+        if (++r.differing <= 3 && bound_scale == 1.0)
+          ADD_FAILURE() << "position " << a + m << " (anchor " << a << ") differs";
+      }
+    }
+    r.stats.anchors += st.stats().anchors;
+    r.stats.steps += st.stats().steps;
+    r.stats.exact_pairs += st.stats().exact_pairs;
+  }
+  return r;
+}
+
+TEST(CosSinFast, SteppedRowsAreTheExactRowsOnEveryTarget) {
+  const std::vector<Named> specs = RealSpecs();
+  // Past kMaxSteps, so each run re-anchors once.
+  const std::int64_t run = CosSinStepper::kMaxSteps + 88;
+  ForEachTarget([&](const std::string& target) {
+    std::int64_t exact_pairs = 0, steps = 0;
+    for (const Named& spec : specs) {
+      SCOPED_TRACE(spec.name);
+      const RunResult r = StepAndCompare(spec.freqs, Anchors(run, 12, 7), run, 1.0);
+      EXPECT_EQ(r.differing, 0);
+      EXPECT_EQ(r.stats.anchors, 2 * static_cast<std::int64_t>(Anchors(run, 12, 7).size()));
+      exact_pairs += r.stats.exact_pairs;
+      steps += r.stats.steps;
+    }
+    // The check is live: some entries of stepped rows were sent to the exact path.
+    std::printf("[  STATS   ] %s: %lld stepped rows, %lld pairs recomputed exactly\n",
+                target.c_str(), static_cast<long long>(steps), static_cast<long long>(exact_pairs));
+    EXPECT_GT(exact_pairs, 0);
+  });
+}
+
+TEST(CosSinFast, WithoutTheBoundSteppedRowsDiffer) {
+  // The same runs with the bound shrunk to 0: nothing is recomputed, and some rows come out
+  // different from the exact path's. So the fallback is what keeps them identical.
+  const std::vector<Named> specs = RealSpecs();
+  const std::int64_t run = CosSinStepper::kMaxSteps;
+  std::int64_t differing = 0, exact_pairs = 0;
+  for (const Named& spec : specs) {
+    const RunResult r = StepAndCompare(spec.freqs, Anchors(run, 12, 11), run, 0.0);
+    differing += r.differing;
+    exact_pairs += r.stats.exact_pairs;
+  }
+  std::printf("[  STATS   ] bound 0: %lld rows differ from the exact path\n",
+              static_cast<long long>(differing));
+  EXPECT_EQ(exact_pairs, 0);
+  EXPECT_GT(differing, 0);
+}
+
+TEST(CosSinFast, MultiAxisRowsStepEachMovingAxis) {
+  // Text (every axis moves), then an image grid (t fixed, h per row, w per column: w steps within
+  // a row, a new row re-anchors), then text again, far out in the positions.
+  for (const char* preset : {"qwen2-vl-7b", "qwen3-vl-8b"}) {
+    SCOPED_TRACE(preset);
+    const Frequencies f = posenc::compute_frequencies(posenc::load_preset(preset).spec);
+    ASSERT_EQ(posenc::axis_count(f.spec), 3);
+    std::vector<std::array<std::int64_t, 3>> tokens;
+    for (std::int64_t base : {std::int64_t{0}, std::int64_t{1} << 20, kTop - 5000}) {
+      for (std::int64_t p = base; p < base + 100; ++p) tokens.push_back({p, p, p});
+      for (std::int64_t h = 0; h < 8; ++h) {
+        for (std::int64_t w = 0; w < 40; ++w)
+          tokens.push_back({base + 100, base + 100 + h, base + 100 + w});
+      }
+      for (std::int64_t p = base + 140; p < base + 200; ++p) tokens.push_back({p, p, p});
+    }
+    ForEachTarget([&](const std::string&) {
+      const auto n = static_cast<std::size_t>(f.pair_count());
+      std::vector<float> c(n), s(n), want_c(n), want_s(n);
+      CosSinStepper st(f);
+      std::int64_t differing = 0;
+      for (const auto& ap : tokens) {
+        st.row(ap, c.data(), s.data());
+        posenc::cos_sin_row_f32(f, ap, want_c, want_s);
+        differing += !SameBits(c, want_c) || !SameBits(s, want_s);
+      }
+      EXPECT_EQ(differing, 0);
+      // One anchor per text run and per image row (plus the jumps between them), the rest stepped.
+      EXPECT_LT(st.stats().anchors, 40);
+      EXPECT_GT(st.stats().steps, static_cast<std::int64_t>(tokens.size()) - 40);
+    });
+  }
+}
+
+TEST(CosSinFast, TableRowsAreTheExactRows) {
+  for (const Named& spec : RealSpecs()) {
+    SCOPED_TRACE(spec.name);
+    const posenc::CosSinTable table(spec.freqs, 1500);
+    const auto n = static_cast<std::size_t>(spec.freqs.pair_count());
+    std::vector<float> want_c(n), want_s(n);
+    for (std::int64_t p = 0; p < table.positions(); ++p) {
+      posenc::cos_sin_row_f32(spec.freqs, p, want_c, want_s);
+      ASSERT_EQ(std::memcmp(table.cos_row(p).data(), want_c.data(), n * sizeof(float)), 0) << p;
+      ASSERT_EQ(std::memcmp(table.sin_row(p).data(), want_s.data(), n * sizeof(float)), 0) << p;
+    }
+  }
+}
+
+// apply_rope of `x` (in place, a copy) with these positions, table and threads.
+posenc::testing::Buffer Rotated(const Frequencies& f, const posenc::testing::Buffer& x,
+                                std::int64_t tokens, std::int64_t heads,
+                                const std::vector<std::int64_t>& positions,
+                                const posenc::CosSinTable* table, int threads) {
+  posenc::testing::Buffer y = x;
+  posenc::RopeArgs args;
+  args.q = posenc::TensorView::contiguous(y.bytes.data(), y.dtype, tokens, heads, f.spec.head_dim);
+  args.positions = std::span<const std::int64_t>(positions);
+  args.table = table;
+  args.threads = threads;
+  posenc::apply_rope(f, args);
+  return y;
+}
+
+TEST(CosSinFast, OnTheFlyRotationIsTheTablePathsOnEveryTarget) {
+  const std::int64_t tokens = 1100, heads = 3;
+  std::vector<Named> specs;
+  for (Named& s : RealSpecs()) {
+    if (posenc::axis_count(s.freqs.spec) == 1) specs.push_back(std::move(s));
+  }
+  ForEachTarget([&](const std::string&) {
+    for (const Named& spec : specs) {
+      SCOPED_TRACE(spec.name);
+      const Frequencies& f = spec.freqs;
+      const posenc::CosSinTable table(f, tokens);
+      for (DType dtype : {DType::kF32, DType::kF16, DType::kBF16}) {
+        SCOPED_TRACE(std::string(posenc::dtype_name(dtype)));
+        const auto count = static_cast<std::size_t>(tokens * heads * f.spec.head_dim);
+        posenc::testing::Buffer x(dtype, count);
+        std::mt19937 rng(3);
+        std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+        for (std::size_t i = 0; i < count; ++i) x.set(i, u(rng));
+        // From 0: against the table.
+        std::vector<std::int64_t> pos(static_cast<std::size_t>(tokens));
+        for (std::int64_t t = 0; t < tokens; ++t) pos[static_cast<std::size_t>(t)] = t;
+        const auto with_table = Rotated(f, x, tokens, heads, pos, &table, 1);
+        EXPECT_EQ(Rotated(f, x, tokens, heads, pos, nullptr, 1).bytes, with_table.bytes);
+        EXPECT_EQ(Rotated(f, x, tokens, heads, pos, nullptr, 2).bytes, with_table.bytes);
+        // Near 2^31 - 1, where no table reaches: against the exact row of every token (the
+        // positions reversed, so that no row is stepped from another, and the output reversed).
+        for (std::int64_t t = 0; t < tokens; ++t)
+          pos[static_cast<std::size_t>(t)] = kTop - tokens + 1 + t;
+        const auto stepped = Rotated(f, x, tokens, heads, pos, nullptr, 1);
+        std::vector<std::int64_t> rev(pos.rbegin(), pos.rend());
+        posenc::testing::Buffer xr = x;
+        const std::size_t row =
+            static_cast<std::size_t>(heads * f.spec.head_dim) * posenc::dtype_size(dtype);
+        for (std::int64_t t = 0; t < tokens; ++t) {
+          std::memcpy(&xr.bytes[static_cast<std::size_t>(t) * row],
+                      &x.bytes[static_cast<std::size_t>(tokens - 1 - t) * row], row);
+        }
+        const auto exact_rev = Rotated(f, xr, tokens, heads, rev, nullptr, 1);
+        std::int64_t differing = 0;
+        for (std::int64_t t = 0; t < tokens; ++t) {
+          differing += std::memcmp(&stepped.bytes[static_cast<std::size_t>(t) * row],
+                                   &exact_rev.bytes[static_cast<std::size_t>(tokens - 1 - t) * row],
+                                   row) != 0;
+        }
+        EXPECT_EQ(differing, 0);
+      }
+    }
+  });
+}
+
+}  // namespace
