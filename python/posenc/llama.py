@@ -32,9 +32,9 @@ from .ops import apply_rope
 _VERSION = 1
 _HEADER_BYTES = 256
 _NORM_EPS = 1e-5  # llama::kRmsNormEps
-# Attention score tensors above this many elements are recomputed in the backward pass instead
-# of kept (a [4, 8, 2048, 2048] float32 score tensor is 0.5 GB per layer).
-_CHECKPOINT_SCORES = 1 << 24
+# Attention above this many scores (batch x heads x S x S) is recomputed in the backward pass
+# instead of kept: batch 4 of 2048 would keep 1.3 GB of probabilities over stories260K's layers.
+_CHECKPOINT_SCORES = 1 << 26
 
 
 @dataclasses.dataclass
@@ -136,12 +136,19 @@ def _rmsnorm(x, w):
 
 
 def _attention(q, k, v, scale):
-    """Causal softmax(q k^T * scale) v over [B, heads, S, hd] tensors."""
-    s = q.shape[2]
-    scores = torch.matmul(q, k.transpose(2, 3)) * scale
-    mask = torch.ones(s, s, dtype=torch.bool, device=q.device).triu(1)
-    scores = scores.masked_fill(mask, float("-inf"))
-    return torch.matmul(torch.softmax(scores, dim=-1), v)
+    """Causal softmax(q k^T * scale) v over [B, heads, S, hd] tensors, by blocks of queries that
+    read only the keys up to the block's end. Blocks keep each score tensor near 1 MiB floats:
+    on this machine a larger tensor costs more in page faults (torch frees and maps it afresh
+    each time) than its arithmetic, and the causal half is never computed (3x faster at 1024)."""
+    b, h, s, _ = q.shape
+    block = max(16, min(s, (1 << 18) // max(1, b * h * s)))
+    out = []
+    for i in range(0, s, block):
+        j = min(s, i + block)
+        scores = torch.matmul(q[:, :, i:j], k[:, :, :j].transpose(2, 3)) * scale
+        mask = torch.ones(j - i, j, dtype=torch.bool, device=q.device).triu(i + 1)
+        out.append(torch.matmul(torch.softmax(scores.masked_fill(mask, float("-inf")), dim=-1), v[:, :, :j]))
+    return out[0] if len(out) == 1 else torch.cat(out, dim=2)
 
 
 class _Block(torch.nn.Module):
@@ -253,6 +260,11 @@ class Llama(torch.nn.Module):
             tokens = tokens.unsqueeze(0)
         if tokens.dim() != 2:
             raise ValueError(f"tokens: expected shape [B, S] or [S], got {list(tokens.shape)}")
+        if tokens.dtype not in (torch.int64, torch.int32):
+            raise TypeError(f"tokens: expected an int64 or int32 tensor, got {tokens.dtype}")
+        if tokens.numel() and (int(tokens.min()) < 0 or int(tokens.max()) >= self.cfg.vocab_size):
+            bad = int(tokens.min()) if int(tokens.min()) < 0 else int(tokens.max())
+            raise ValueError(f"tokens: id {bad} is outside the vocabulary [0, {self.cfg.vocab_size})")
         s = tokens.shape[1]
         if positions is None:
             positions = torch.arange(s, dtype=torch.int64)

@@ -204,6 +204,12 @@ def test_errors(model, tmp_path):
     with pytest.raises(TypeError, match="method name or a posenc.RopeSpec"):
         model.set_rope(3)
     model.set_rope("none")
+    with pytest.raises(ValueError, match=r"id 512 is outside the vocabulary \[0, 512\)"):
+        model(torch.tensor([[1, 512]]))
+    with pytest.raises(ValueError, match=r"id -1 is outside"):
+        model(torch.tensor([[-1, 2]]))
+    with pytest.raises(TypeError, match="int64 or int32"):
+        model(torch.tensor([[1.0, 2.0]]))
     with pytest.raises(ValueError, match="no tokenizer"):
         tiny().save(tmp_path / "x.bin")
     with pytest.raises(ValueError, match="float32"):
