@@ -35,7 +35,9 @@ std::optional<double> positive_number(const nlohmann::json& j, const char* key,
 std::optional<RopeSidecar> read_rope_sidecar(const std::string& model_path) {
   const std::filesystem::path path = std::filesystem::path(model_path).replace_extension(".json");
   std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) return std::nullopt;
+  // A "model" that is itself a .json file has no sidecar: the loader says what it is instead.
+  if (path == std::filesystem::path(model_path) || !std::filesystem::is_regular_file(path, ec))
+    return std::nullopt;
   const std::string file = "RoPE sidecar " + path.string();
   std::ifstream in(path, std::ios::binary);
   std::stringstream text;

@@ -17,7 +17,8 @@ struct RopeSidecar {
   std::optional<std::int64_t> trained_context;  // the context of the fine-tuning windows
 };
 
-// The sidecar of `model_path` (its extension replaced by .json), or nullopt when there is none.
+// The sidecar of `model_path` (its extension replaced by .json), or nullopt when there is none
+// (or when model_path is that .json file itself).
 // Throws Error naming the file and the key for JSON that is not an object of the known keys
 // ("format": "posenc-rope-sidecar/1", "method", "factor", "attention_factor", "trained_context",
 // "fine_tune"), a method name set_method does not know, or a factor that is not positive.
