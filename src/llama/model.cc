@@ -256,15 +256,19 @@ Model Model::parse(std::span<const unsigned char> bytes, const std::string& name
 }
 
 RopeSpec Model::rope_spec(std::string_view method, double factor) const {
+  return llama::rope_spec(config_, method, factor);
+}
+
+RopeSpec rope_spec(const Config& config, std::string_view method, double factor) {
   RopeSpec spec;
   set_method(spec, method, "method");
-  spec.head_dim = config_.head_dim();
-  spec.rotary_dim = config_.head_dim();
+  spec.head_dim = config.head_dim();
+  spec.rotary_dim = config.head_dim();
   spec.layout = Layout::kInterleaved;
-  spec.rope_theta = config_.rope_theta;
+  spec.rope_theta = config.rope_theta;
   spec.factor = factor;
-  spec.original_max_position_embeddings = config_.max_seq_len;
-  if (method_reads(spec, kParamMaxContext)) spec.max_position_embeddings = config_.max_seq_len;
+  spec.original_max_position_embeddings = config.max_seq_len;
+  if (method_reads(spec, kParamMaxContext)) spec.max_position_embeddings = config.max_seq_len;
   validate(spec);
   return spec;
 }

@@ -172,6 +172,10 @@ class Model {
   Weights weights_;
 };
 
+// Model::rope_spec for any model of this configuration (a model built elsewhere, e.g. in
+// PyTorch by posenc.llama, gets the same RoPE as the file's).
+RopeSpec rope_spec(const Config& config, std::string_view method = "none", double factor = 1.0);
+
 // A Session's KV cache (float32 keys and values of every layer) is at most this large: 4 GiB is
 // 3,355,443 positions of stories260K, 6500 times its trained context, and keeps a mistyped
 // --tokens or --ctx an error instead of bad_alloc.
