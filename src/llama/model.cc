@@ -192,7 +192,7 @@ Model Model::parse(std::span<const unsigned char> bytes, const std::string& name
     using T = decltype(x);
     const T h = static_cast<T>(H), i = static_cast<T>(I), v = static_cast<T>(V),
             l = static_cast<T>(L), kv = static_cast<T>(KV);
-    return T{c.float16_weights ? 2 : 4} * (v * h + l * h + l * h * h + T{2} * l * kv * h + l * h * h + l * h +
+    return static_cast<T>(c.float16_weights ? 2 : 4) * (v * h + l * h + l * h * h + T{2} * l * kv * h + l * h * h + l * h +
                    T{3} * l * i * h + h + (c.tied_output ? T{0} : v * h));
   };
   const double expected_estimate = weight_bytes(0.0);
