@@ -22,6 +22,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
+#include "model_rope_sidecar.h"
 #include "options.h"
 #include "output_file.h"
 #include "posenc/core/error.h"
@@ -48,6 +49,7 @@ struct EvalOptions {
   bool json = false;
   std::string output;
   CLI::Option* step_option = nullptr;
+  CLI::Option* method_option = nullptr;
 };
 
 bool yarn_family(Method m) { return method_info(m).reads_param(kParamYarn); }
@@ -166,7 +168,19 @@ std::string figure(const EvalOptions& o, const std::vector<Cell>& cells, std::in
                                     protocol_line(o, trained), o.methods, o.ctx, points, trained);
 }
 
-void run_eval(const EvalOptions& o) {
+void run_eval(const EvalOptions& given) {
+  EvalOptions o = given;
+  // A fine-tuned model's RoPE (M.json beside M.bin) stands in for --method, --factor and
+  // --attention-factor unless --method is given; --factor and --attention-factor override it.
+  if (o.method_option->count() == 0) {
+    if (const std::optional<RopeSidecar> sidecar =
+            with_option("--model", [&] { return read_rope_sidecar(o.model); })) {
+      o.methods = {sidecar->method};
+      if (!o.factor) o.factor = sidecar->factor;
+      if (!o.attention_factor) o.attention_factor = sidecar->attention_factor;
+      std::cerr << sidecar_note(*sidecar, "eval");
+    }
+  }
   if (o.factor && !(*o.factor > 0))
     throw Error(fmt::format("--factor ({}) must be positive", *o.factor));
   if (o.attention_factor && !(*o.attention_factor > 0)) {
@@ -335,9 +349,12 @@ void add_eval(CLI::App& app) {
                "Contexts, e.g. 512,1024,2048; each at most the KV cache's positions (4 GiB: "
                "3355443 for stories260K)")
       ->capture_default_str();
-  add_texts(cmd, "--method", o->methods,
-            "Methods: none, linear, ntk, yarn, yarn-paper, dynamic, dynamic-yarn, llama3")
-      ->capture_default_str();
+  o->method_option =
+      add_texts(cmd, "--method", o->methods,
+                "Methods: none, linear, ntk, yarn, yarn-paper, dynamic, dynamic-yarn, llama3 "
+                "(default: the method of M.json beside the model when there is one, with its "
+                "factor; else all of these)")
+          ->capture_default_str();
   add_number(cmd, "--factor", o->factor,
              "Scaling factor s for every context (default: max(1, ctx / trained context)); not "
              "with none or "

@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "commands.h"
+#include "model_rope_sidecar.h"
 #include "options.h"
 #include "posenc/core/error.h"
 #include "posenc/llama/llama.h"
@@ -31,6 +32,7 @@ struct GenerateOptions {
   std::optional<double> factor;
   int threads = 1;
   CLI::Option* seed_option = nullptr;
+  CLI::Option* method_option = nullptr;
 };
 
 std::int32_t pick(const std::vector<float>& logits, double temperature, std::mt19937_64& rng) {
@@ -45,7 +47,24 @@ std::int32_t pick(const std::vector<float>& logits, double temperature, std::mt1
   return dist(rng);
 }
 
-void run_generate(const GenerateOptions& o) {
+void run_generate(const GenerateOptions& given) {
+  GenerateOptions o = given;
+  // A fine-tuned model's RoPE (M.json beside M.bin) unless --method is given (cli/eval.cc too).
+  std::optional<double> attention_factor;
+  if (o.method_option->count() == 0) {
+    std::optional<RopeSidecar> sidecar;
+    try {
+      sidecar = read_rope_sidecar(o.model);
+    } catch (const Error& e) {
+      throw Error(std::string("--model: ") + e.what());
+    }
+    if (sidecar) {
+      o.method = sidecar->method;
+      if (!o.factor) o.factor = sidecar->factor;
+      attention_factor = sidecar->attention_factor;
+      std::cerr << sidecar_note(*sidecar, "generate");
+    }
+  }
   if (o.tokens < 0) throw Error("--tokens (" + std::to_string(o.tokens) + ") must not be negative");
   if (!(o.temperature >= 0.0))
     throw Error("--temperature (" + std::to_string(o.temperature) + ") must be >= 0");
@@ -62,7 +81,8 @@ void run_generate(const GenerateOptions& o) {
       throw Error(std::string("--model: ") + e.what());
     }
   }();
-  const RopeSpec rope = model.rope_spec(o.method, o.factor.value_or(1.0));
+  RopeSpec rope = model.rope_spec(o.method, o.factor.value_or(1.0));
+  if (attention_factor) rope.yarn.attention_factor = *attention_factor;
   // none has no factor; dynamic-yarn derives its own, max(1, seq_len / L).
   if (o.factor && !method_reads(rope, kParamFactor)) {
     throw Error(
@@ -125,11 +145,12 @@ void add_generate(CLI::App& app) {
                                std::numeric_limits<std::uint64_t>::max(),
                                "Seed of the sampler (with --temperature above 0)")
                        ->capture_default_str();
-  add_text(cmd, "--method", o->method,
-           "RoPE scaling method (none, linear, ntk, yarn, yarn-paper, dynamic, "
-           "dynamic-yarn, llama3)",
-           "METHOD")
-      ->capture_default_str();
+  o->method_option = add_text(cmd, "--method", o->method,
+                              "RoPE scaling method (none, linear, ntk, yarn, yarn-paper, dynamic, "
+                              "dynamic-yarn, llama3; default: M.json's beside the model, if any, "
+                              "with its factor and attention factor)",
+                              "METHOD")
+                         ->capture_default_str();
   add_number(cmd, "--factor", o->factor,
              "Scaling factor s (default 1; not with none or dynamic-yarn)");
   add_threads(cmd, o->threads, "Threads of the forward pass");
