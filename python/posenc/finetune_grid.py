@@ -161,8 +161,9 @@ def run_plan(a, out):
         src = a.model_paths[model]
         L = a.base_context or _trained_context(src)
         for method in a.methods:
+            # The control sees the same tokens: 4x the windows of a quarter of the length.
             ctx = L if method == "control" else 4 * L
-            batch = max(1, a.tokens_per_step // ctx)
+            batch = max(1, a.tokens_per_step // (4 * L)) * (4 if method == "control" else 1)
             runs.append({
                 "model": model, "method": method, "source": src, "L": L, "ctx": ctx, "batch": batch,
                 "json": os.path.join(out, model, method + ".json"),

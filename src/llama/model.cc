@@ -192,8 +192,9 @@ Model Model::parse(std::span<const unsigned char> bytes, const std::string& name
     using T = decltype(x);
     const T h = static_cast<T>(H), i = static_cast<T>(I), v = static_cast<T>(V),
             l = static_cast<T>(L), kv = static_cast<T>(KV);
-    return static_cast<T>(c.float16_weights ? 2 : 4) * (v * h + l * h + l * h * h + T{2} * l * kv * h + l * h * h + l * h +
-                   T{3} * l * i * h + h + (c.tied_output ? T{0} : v * h));
+    return static_cast<T>(c.float16_weights ? 2 : 4) *
+           (v * h + l * h + l * h * h + T{2} * l * kv * h + l * h * h + l * h + T{3} * l * i * h +
+            h + (c.tied_output ? T{0} : v * h));
   };
   const double expected_estimate = weight_bytes(0.0);
   if (expected_estimate > static_cast<double>(kMaxModelBytes)) {
@@ -228,15 +229,14 @@ Model Model::parse(std::span<const unsigned char> bytes, const std::string& name
   const std::int64_t left = r.size() - r.offset();
   const std::int64_t expected = weight_bytes(std::int64_t{0});
   if (left != expected) {
-    r.fail(r.offset(), "the weights of this configuration (dim " + std::to_string(H) + ", hidden " +
-                           std::to_string(I) + ", " + std::to_string(L) + " layers, " +
-                           std::to_string(c.heads) + "/" + std::to_string(c.kv_heads) +
-                           " heads, vocabulary " + std::to_string(V) +
-                           (c.tied_output ? ", tied" : "") +
-                           (c.float16_weights ? ", float16" : "") + ") take " +
-                           std::to_string(expected) +
-                           " bytes from here to the end of the file, but " + std::to_string(left) +
-                           " bytes are left" + (left < expected ? " (truncated?)" : ""));
+    r.fail(r.offset(),
+           "the weights of this configuration (dim " + std::to_string(H) + ", hidden " +
+               std::to_string(I) + ", " + std::to_string(L) + " layers, " +
+               std::to_string(c.heads) + "/" + std::to_string(c.kv_heads) + " heads, vocabulary " +
+               std::to_string(V) + (c.tied_output ? ", tied" : "") +
+               (c.float16_weights ? ", float16" : "") + ") take " + std::to_string(expected) +
+               " bytes from here to the end of the file, but " + std::to_string(left) +
+               " bytes are left" + (left < expected ? " (truncated?)" : ""));
   }
   Weights& w = m.weights_;
   const bool f16 = c.float16_weights;

@@ -49,7 +49,7 @@ struct Twins {
 };
 
 const Twins& twins() {
-  static const Twins t = [] {
+  static const Twins twins = [] {
     const auto b = read_bytes(kModel);
     EXPECT_EQ(b.size(), kWeightsAt + 4 * kValues);
     Twins t;
@@ -69,7 +69,7 @@ const Twins& twins() {
     }
     return t;
   }();
-  return t;
+  return twins;
 }
 
 std::string load_error(const std::vector<unsigned char>& bytes) {

@@ -63,9 +63,9 @@ struct Config {
   std::int64_t max_seq_len = 0;  // the context the model was trained with (L)
   std::int64_t vocab_size = 0;   // V
   std::int64_t layers = 0;
-  std::int64_t heads = 0;     // query heads
-  std::int64_t kv_heads = 0;  // key/value heads; heads % kv_heads == 0
-  bool tied_output = true;    // the output matrix is the embedding
+  std::int64_t heads = 0;        // query heads
+  std::int64_t kv_heads = 0;     // key/value heads; heads % kv_heads == 0
+  bool tied_output = true;       // the output matrix is the embedding
   bool float16_weights = false;  // format version 2: the file stores the weights as float16
   // The v1 format stores no base: llama2.c and the tinyllamas checkpoints use 10000.
   double rope_theta = kDefaultRopeTheta;
