@@ -2,8 +2,8 @@
 
     python3 -m posenc.finetune_grid --out DIR [--models stories260K,austen-128d]
         [--methods none,linear,ntk,yarn,yarn-paper,control] [--steps 25,50,100,200,400]
-        [--tokens-per-step 4096] [--lr 5e-4] [--warmup 20] [--seed 1] [--threads 2]
-        [--max-tokens 16384] [--quick] [--plan]
+        [--tokens-per-step 2048] [--lr 5e-4] [--warmup 20] [--seed 1] [--threads 2]
+        [--max-tokens 8192] [--quick] [--plan]
 
 For each model (trained context L) and method, `python3 -m posenc.finetune` fine-tunes at 4L on
 Emma and Sense and Sensibility (the control: method none at L, with 4x the windows per step, so
@@ -67,13 +67,13 @@ def parse_args(argv):
     p.add_argument("--models", default="stories260K,austen-128d")
     p.add_argument("--methods", default=",".join(METHODS))
     p.add_argument("--steps", default="25,50,100,200,400", help="evaluation steps (besides 0)")
-    p.add_argument("--tokens-per-step", type=int, default=4096,
+    p.add_argument("--tokens-per-step", type=int, default=2048,
                    help="tokens per optimizer step: windows of 4L per step = this / 4L")
     p.add_argument("--lr", type=float, default=5e-4)
     p.add_argument("--warmup", type=int, default=20)
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--threads", type=int, default=2)
-    p.add_argument("--max-tokens", type=int, default=16384,
+    p.add_argument("--max-tokens", type=int, default=8192,
                    help="evaluation tokens per context (posenc eval --max-tokens)")
     p.add_argument("--shared", default=None, help="the shared directory (default: ../shared of the repository)")
     p.add_argument("--quick", action="store_true",
@@ -82,7 +82,8 @@ def parse_args(argv):
     p.add_argument("--base-context", type=int, default=None,
                    help="L: the context the grid scales from (default: the model's trained context; "
                         "--quick: 64)")
-    p.add_argument("--plan", action="store_true", help="print the runs and exit")
+    p.add_argument("--plan", action="store_true",
+                   help="print the runs with their training and evaluation tokens, and exit")
     a = p.parse_args(argv)
     root = _repo_root()
     a.shared = a.shared or os.path.join(root, "..", "shared")
@@ -298,8 +299,13 @@ def main(argv=None):
     os.makedirs(out, exist_ok=True)
     runs = run_plan(a, out)
     if a.plan:
+        every = reduce(math.gcd, a.steps)
+        points = a.steps[-1] // every + 1
         for r in runs:
-            print(f"{r['model']} {r['method']}: ctx {r['ctx']} x batch {r['batch']}, {a.steps[-1]} steps"
+            train = a.steps[-1] * r["batch"] * r["ctx"]
+            ev = points * sum((a.max_tokens // (k * r["L"])) * k * r["L"] for k in (1, 2, 4, 8))
+            print(f"{r['model']} {r['method']}: ctx {r['ctx']} x batch {r['batch']}, {a.steps[-1]} steps: "
+                  f"{train} tokens trained, {ev} tokens evaluated ({points} evaluations)"
                   + (" (done)" if os.path.exists(r["json"]) else ""))
         return 0
     t0 = time.monotonic()

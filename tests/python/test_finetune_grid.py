@@ -59,10 +59,10 @@ def test_resumes(grid):
 
 
 @pytest.mark.parametrize("flags, message", [
-    (["--methods", "none,pi"], "unknown method 'pi'"),
+    (["--models", "stories260K", "--methods", "none,pi"], "unknown method 'pi'"),
     (["--models", "gpt2"], "unknown model 'gpt2'"),
-    (["--steps", "50,25"], "--steps (50,25) must list increasing positive integers"),
-    (["--warmup", "500"], "--warmup (500) must be in [0, 400]"),
+    (["--models", "stories260K", "--steps", "50,25"], "--steps (50,25) must list increasing positive integers"),
+    (["--models", "stories260K", "--warmup", "500"], "--warmup (500) must be in [0, 400]"),
 ])
 def test_refusals(tmp_path, flags, message):
     p = subprocess.run([sys.executable, "-m", "posenc.finetune_grid", "--out", str(tmp_path), "--plan", *flags],
