@@ -8,6 +8,7 @@
 
 #include "posenc/core/error.h"
 #include "posenc/llama/llama.h"
+#include "rope/kernels/half.h"
 #include "util/file_bytes.h"
 #include "util/format.h"
 
@@ -18,6 +19,9 @@ static_assert(std::endian::native == std::endian::little,
               "the v1 format is little-endian; add byte swaps");
 
 constexpr std::uint8_t kFormatVersion = 1;
+// Version 2 is version 1 with every weight stored as IEEE float16 (docs/eval.md, "The file
+// format"): half the bytes, for models committed to the repository.
+constexpr std::uint8_t kFormatVersionF16 = 2;
 constexpr std::int64_t kVocabularyOffset = 256;  // the header is zero-padded up to here
 constexpr std::int64_t kMaxModelTypeLength = 64;
 // Far above any model this format carries, low enough that every product below fits in int64.
@@ -67,12 +71,21 @@ class Reader {
     offset_ += count;
     return s;
   }
-  // `count` float32 values, read straight into a vector.
-  std::vector<float> floats(std::int64_t count, const std::string& field) {
-    need(count * 4, field);
+  // `count` float32 values, or float16 values widened to float32 (exactly).
+  std::vector<float> floats(std::int64_t count, const std::string& field, bool float16 = false) {
+    const std::int64_t size = float16 ? 2 : 4;
+    need(count * size, field);
     std::vector<float> v(static_cast<std::size_t>(count));
-    std::memcpy(v.data(), bytes_.data() + offset_, static_cast<std::size_t>(count) * 4);
-    offset_ += count * 4;
+    if (float16) {
+      for (std::int64_t i = 0; i < count; ++i) {
+        std::uint16_t h;
+        std::memcpy(&h, bytes_.data() + offset_ + 2 * i, 2);
+        v[static_cast<std::size_t>(i)] = posenc::detail::f32_from_f16(h);
+      }
+    } else {
+      std::memcpy(v.data(), bytes_.data() + offset_, static_cast<std::size_t>(count) * 4);
+    }
+    offset_ += count * size;
     return v;
   }
 
@@ -84,11 +97,12 @@ class Reader {
 
 // Byte 0: what eval and generate read, and what the file is instead when it is not.
 void check_version(const Reader& r, std::span<const unsigned char> start) {
-  if (start.empty() || start[0] == kFormatVersion) return;
+  if (start.empty() || start[0] == kFormatVersion || start[0] == kFormatVersionF16) return;
   const std::string looks = posenc::detail::foreign_format(
       start.first(std::min(start.size(), posenc::detail::kStartBytes)));
   r.fail(0, "format version (" + std::to_string(start[0]) + ") must be " +
-                std::to_string(kFormatVersion) + ": " +
+                std::to_string(kFormatVersion) + " (float32 weights) or " +
+                std::to_string(kFormatVersionF16) + " (float16 weights): " +
                 (looks.empty() ? "this is not" : "this is " + looks + ", not") +
                 " a llama2.c / llama2.ts v1 model file, the format eval and generate read (as "
                 "../shared/models/stories260K/tinystories_260k_v1.bin)");
@@ -124,7 +138,7 @@ Model Model::parse(std::span<const unsigned char> bytes, const std::string& name
   Config& c = m.config_;
 
   check_version(r, bytes);
-  r.u8("format version");
+  c.float16_weights = r.u8("format version") == kFormatVersionF16;
   const std::int32_t type_length = r.i32("model type length");
   if (type_length < 1 || type_length > kMaxModelTypeLength) {
     r.fail(1, "model type length (" + std::to_string(type_length) + ") must be in [1, " +
@@ -178,14 +192,16 @@ Model Model::parse(std::span<const unsigned char> bytes, const std::string& name
     using T = decltype(x);
     const T h = static_cast<T>(H), i = static_cast<T>(I), v = static_cast<T>(V),
             l = static_cast<T>(L), kv = static_cast<T>(KV);
-    return T{4} * (v * h + l * h + l * h * h + T{2} * l * kv * h + l * h * h + l * h +
-                   T{3} * l * i * h + h + (c.tied_output ? T{0} : v * h));
+    return static_cast<T>(c.float16_weights ? 2 : 4) *
+           (v * h + l * h + l * h * h + T{2} * l * kv * h + l * h * h + l * h + T{3} * l * i * h +
+            h + (c.tied_output ? T{0} : v * h));
   };
   const double expected_estimate = weight_bytes(0.0);
   if (expected_estimate > static_cast<double>(kMaxModelBytes)) {
     r.fail(kVocabularyOffset, "the weights of this configuration (dim " + std::to_string(H) +
                                   ", hidden " + std::to_string(I) + ", " + std::to_string(L) +
-                                  " layers, vocabulary " + std::to_string(V) + ") take about " +
+                                  " layers, vocabulary " + std::to_string(V) +
+                                  (c.float16_weights ? ", float16" : "") + ") take about " +
                                   posenc::detail::num(expected_estimate) + " bytes, more than " +
                                   posenc::detail::size_text(kMaxModelBytes) +
                                   ", the limit for a model file (kMaxModelBytes)");
@@ -213,27 +229,29 @@ Model Model::parse(std::span<const unsigned char> bytes, const std::string& name
   const std::int64_t left = r.size() - r.offset();
   const std::int64_t expected = weight_bytes(std::int64_t{0});
   if (left != expected) {
-    r.fail(r.offset(), "the weights of this configuration (dim " + std::to_string(H) + ", hidden " +
-                           std::to_string(I) + ", " + std::to_string(L) + " layers, " +
-                           std::to_string(c.heads) + "/" + std::to_string(c.kv_heads) +
-                           " heads, vocabulary " + std::to_string(V) +
-                           (c.tied_output ? ", tied" : "") + ") take " + std::to_string(expected) +
-                           " bytes from here to the end of the file, but " + std::to_string(left) +
-                           " bytes are left" + (left < expected ? " (truncated?)" : ""));
+    r.fail(r.offset(),
+           "the weights of this configuration (dim " + std::to_string(H) + ", hidden " +
+               std::to_string(I) + ", " + std::to_string(L) + " layers, " +
+               std::to_string(c.heads) + "/" + std::to_string(c.kv_heads) + " heads, vocabulary " +
+               std::to_string(V) + (c.tied_output ? ", tied" : "") +
+               (c.float16_weights ? ", float16" : "") + ") take " + std::to_string(expected) +
+               " bytes from here to the end of the file, but " + std::to_string(left) +
+               " bytes are left" + (left < expected ? " (truncated?)" : ""));
   }
   Weights& w = m.weights_;
-  w.embedding = r.floats(V * H, "embedding");
-  w.attention_norm = r.floats(L * H, "attention norms");
-  w.wq_t = transpose(r.floats(L * H * H, "wq"), L, H, H);
-  w.wk_t = transpose(r.floats(L * KV * H, "wk"), L, KV, H);
-  w.wv_t = transpose(r.floats(L * KV * H, "wv"), L, KV, H);
-  w.wo_t = transpose(r.floats(L * H * H, "wo"), L, H, H);
-  w.ffn_norm = r.floats(L * H, "feed-forward norms");
-  w.gate_t = transpose(r.floats(L * I * H, "gate"), L, I, H);
-  w.up_t = transpose(r.floats(L * I * H, "up"), L, I, H);
-  w.down_t = transpose(r.floats(L * H * I, "down"), L, H, I);
-  w.final_norm = r.floats(H, "final norm");
-  w.embedding_t = transpose(c.tied_output ? w.embedding : r.floats(V * H, "output"), 1, V, H);
+  const bool f16 = c.float16_weights;
+  w.embedding = r.floats(V * H, "embedding", f16);
+  w.attention_norm = r.floats(L * H, "attention norms", f16);
+  w.wq_t = transpose(r.floats(L * H * H, "wq", f16), L, H, H);
+  w.wk_t = transpose(r.floats(L * KV * H, "wk", f16), L, KV, H);
+  w.wv_t = transpose(r.floats(L * KV * H, "wv", f16), L, KV, H);
+  w.wo_t = transpose(r.floats(L * H * H, "wo", f16), L, H, H);
+  w.ffn_norm = r.floats(L * H, "feed-forward norms", f16);
+  w.gate_t = transpose(r.floats(L * I * H, "gate", f16), L, I, H);
+  w.up_t = transpose(r.floats(L * I * H, "up", f16), L, I, H);
+  w.down_t = transpose(r.floats(L * H * I, "down", f16), L, H, I);
+  w.final_norm = r.floats(H, "final norm", f16);
+  w.embedding_t = transpose(c.tied_output ? w.embedding : r.floats(V * H, "output", f16), 1, V, H);
   return m;
 }
 

@@ -441,8 +441,9 @@ TEST(LlamaLoad, RefusesATruncatedCopy) {
 TEST(LlamaLoad, NamesTheFieldThatIsWrong) {
   const auto good = read_bytes(kModel);
   auto b = good;
-  b[0] = 2;
-  EXPECT_NE(load_error(b).find("byte 0: format version (2) must be 1"), std::string::npos)
+  b[0] = 3;
+  EXPECT_NE(load_error(b).find("byte 0: format version (3) must be 1 (float32 weights) or 2"),
+            std::string::npos)
       << load_error(b);
   b = good;
   b[9] = 'b';  // "llamb"

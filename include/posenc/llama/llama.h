@@ -63,9 +63,10 @@ struct Config {
   std::int64_t max_seq_len = 0;  // the context the model was trained with (L)
   std::int64_t vocab_size = 0;   // V
   std::int64_t layers = 0;
-  std::int64_t heads = 0;     // query heads
-  std::int64_t kv_heads = 0;  // key/value heads; heads % kv_heads == 0
-  bool tied_output = true;    // the output matrix is the embedding
+  std::int64_t heads = 0;        // query heads
+  std::int64_t kv_heads = 0;     // key/value heads; heads % kv_heads == 0
+  bool tied_output = true;       // the output matrix is the embedding
+  bool float16_weights = false;  // format version 2: the file stores the weights as float16
   // The v1 format stores no base: llama2.c and the tinyllamas checkpoints use 10000.
   double rope_theta = kDefaultRopeTheta;
 
@@ -143,7 +144,8 @@ struct Weights {
 class Model {
  public:
   // Reads and checks a v1 file. Throws Error naming the file, the byte offset and the field for
-  // a file that cannot be read or is larger than kMaxModelBytes, a wrong version (saying what
+  // a file that cannot be read or is larger than kMaxModelBytes, a version other than 1 (float32
+  // weights) or 2 (the same layout with float16 weights, widened on load) (saying what
   // the file is instead when it is a GGUF, .npy or JSON file; checked on the first bytes), a
   // model type other than "llama", sizes that do not fit together (hidden size not divisible by
   // the heads, heads not by the key/value heads, an odd head dim), a vocabulary that runs past

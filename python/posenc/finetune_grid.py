@@ -1,0 +1,338 @@
+"""python3 -m posenc.finetune_grid: the fine-tuning experiment of docs/finetune.md, one command.
+
+    python3 -m posenc.finetune_grid --out DIR [--models stories260K,austen-128d]
+        [--methods none,linear,ntk,yarn,yarn-paper,control] [--steps 25,50,100,200,400]
+        [--tokens-per-step 2048] [--lr 5e-4] [--warmup 20] [--seed 1] [--threads 2]
+        [--max-tokens 8192] [--quick] [--plan]
+
+For each model (trained context L) and method, `python3 -m posenc.finetune` fine-tunes at 4L on
+Emma and Sense and Sensibility (the control: method none at L, with 4x the windows per step, so
+every run sees the same tokens per step), and evaluates on Pride and Prejudice with posenc eval's
+protocol at L, 2L, 4L and 8L (with the run's RoPE: factor 4 for the scaled methods) at step 0 and
+every --eval-every steps (the greatest common divisor of --steps) up to the last. Each run writes
+DIR/MODEL/METHOD.json (finetune's --json) and its model; a run whose JSON exists is skipped
+(resumable). Then DIR/results.json, DIR/MODEL.svg (perplexity against steps, one panel per
+context) and DIR/tables.md (the tables of docs/finetune.md).
+"""
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+from functools import reduce
+
+from . import svg_plot
+
+METHODS = ["none", "linear", "ntk", "yarn", "yarn-paper", "control"]
+SCALED = {"linear", "ntk", "yarn", "yarn-paper"}
+
+
+def _repo_root():
+    here = os.path.dirname(os.path.abspath(__file__))
+    for d in (os.environ.get("POSENC_SOURCE_DIR"), os.getcwd(), here):
+        while d and d != os.path.dirname(d):
+            if os.path.isdir(os.path.join(d, "models", "austen-128d")) and os.path.isdir(os.path.join(d, "python")):
+                return d
+            d = os.path.dirname(d)
+    return os.getcwd()
+
+
+def _models(root, shared):
+    return {
+        "stories260K": os.path.join(shared, "models", "stories260K", "tinystories_260k_v1.bin"),
+        "austen-128d": os.path.join(root, "models", "austen-128d", "austen_128d_f16.bin"),
+    }
+
+
+def _die(msg):
+    print(f"posenc.finetune_grid: error: {msg}", file=sys.stderr)
+    sys.exit(2)
+
+
+def _int_list(flag, text):
+    try:
+        v = [int(x) for x in text.split(",")]
+    except ValueError:
+        _die(f"{flag} ({text}) must be a comma-separated list of integers")
+    if not v or any(x < 1 for x in v) or v != sorted(set(v)):
+        _die(f"{flag} ({text}) must list increasing positive integers")
+    return v
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(prog="python3 -m posenc.finetune_grid", description=__doc__.splitlines()[0])
+    p.add_argument("--out", required=True, help="results directory (runs found there are skipped)")
+    p.add_argument("--models", default="stories260K,austen-128d")
+    p.add_argument("--methods", default=",".join(METHODS))
+    p.add_argument("--steps", default="25,50,100,200,400", help="evaluation steps (besides 0)")
+    p.add_argument("--tokens-per-step", type=int, default=2048,
+                   help="tokens per optimizer step: windows of 4L per step = this / 4L")
+    p.add_argument("--lr", type=float, default=5e-4)
+    p.add_argument("--warmup", type=int, default=20)
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--max-tokens", type=int, default=8192,
+                   help="evaluation tokens per context (posenc eval --max-tokens)")
+    p.add_argument("--shared", default=None, help="the shared directory (default: ../shared of the repository)")
+    p.add_argument("--quick", action="store_true",
+                   help="the test suite's version: stories260K, linear, yarn and control, 4 steps on "
+                        "the first 30 KB of each novel, L = 64, 2 steps of 256 tokens")
+    p.add_argument("--base-context", type=int, default=None,
+                   help="L: the context the grid scales from (default: the model's trained context; "
+                        "--quick: 64)")
+    p.add_argument("--plan", action="store_true",
+                   help="print the runs with their training and evaluation tokens, and exit")
+    a = p.parse_args(argv)
+    root = _repo_root()
+    a.shared = a.shared or os.path.join(root, "..", "shared")
+    models = _models(root, a.shared)
+    if a.quick:
+        a.models, a.methods, a.steps, a.max_tokens, a.warmup = "stories260K", "linear,yarn,control", "1,2", 1024, 1
+        a.tokens_per_step, a.base_context = 256, a.base_context or 64
+    a.models = a.models.split(",")
+    a.methods = a.methods.split(",")
+    for m in a.models:
+        if m not in models:
+            _die(f"--models: unknown model {m!r}; expected some of {', '.join(models)}")
+        if not os.path.exists(models[m]):
+            _die(f"--models {m}: {models[m]} does not exist")
+    for m in a.methods:
+        if m not in METHODS:
+            _die(f"--methods: unknown method {m!r}; expected some of {', '.join(METHODS)}")
+    a.steps = _int_list("--steps", a.steps)
+    if a.base_context is not None and a.base_context < 2:
+        _die(f"--base-context ({a.base_context}) must be at least 2")
+    for flag in ("tokens_per_step", "threads", "max_tokens"):
+        if getattr(a, flag) < 1:
+            _die(f"--{flag.replace('_', '-')} ({getattr(a, flag)}) must be at least 1")
+    if a.warmup < 0 or a.warmup > a.steps[-1]:
+        _die(f"--warmup ({a.warmup}) must be in [0, {a.steps[-1]}] (the last of --steps)")
+    if not a.lr > 0:
+        _die(f"--lr ({a.lr}) must be positive")
+    a.model_paths = models
+    return a
+
+
+def _trained_context(path):
+    with open(path, "rb") as f:
+        head = f.read(64)
+    n = int.from_bytes(head[1:5], "little")
+    return int.from_bytes(head[5 + n + 8:5 + n + 12], "little")
+
+
+def _float32_copy(path, out_dir):
+    """finetune reads float32 (version 1) files: a version-2 model is widened (exactly) first."""
+    from .pretrain import to_float32_bytes
+    with open(path, "rb") as f:
+        data = f.read()
+    if data[0] == 1:
+        return path
+    dst = os.path.join(out_dir, os.path.basename(path).replace(".bin", "") + "_f32.bin")
+    if not os.path.exists(dst):
+        with open(dst + ".tmp", "wb") as f:
+            f.write(to_float32_bytes(data))
+        os.replace(dst + ".tmp", dst)
+    return dst
+
+
+def _texts(a, out):
+    d = os.path.join(a.shared, "data", "austen")
+    names = {"train": ["emma.txt", "sensesensibility.txt"], "eval": "prideprejudice.txt"}
+    if not a.quick:
+        return [os.path.join(d, n) for n in names["train"]], os.path.join(d, names["eval"])
+    td = os.path.join(out, "texts")
+    os.makedirs(td, exist_ok=True)
+    paths = []
+    for n in names["train"] + [names["eval"]]:
+        with open(os.path.join(d, n), "rb") as f:
+            data = f.read(30000)
+        with open(os.path.join(td, n), "wb") as f:
+            f.write(data)
+        paths.append(os.path.join(td, n))
+    return paths[:2], paths[2]
+
+
+def run_plan(a, out):
+    train, held = _texts(a, out)
+    runs = []
+    every = reduce(math.gcd, a.steps)
+    for model in a.models:
+        src = a.model_paths[model]
+        L = a.base_context or _trained_context(src)
+        for method in a.methods:
+            # The control sees the same tokens: 4x the windows of a quarter of the length.
+            ctx = L if method == "control" else 4 * L
+            batch = max(1, a.tokens_per_step // (4 * L)) * (4 if method == "control" else 1)
+            runs.append({
+                "model": model, "method": method, "source": src, "L": L, "ctx": ctx, "batch": batch,
+                "json": os.path.join(out, model, method + ".json"),
+                "bin": os.path.join(out, model, method + ".bin"),
+                "args": ["--train", *train, "--ctx", str(ctx),
+                         "--method", "none" if method == "control" else method,
+                         *(["--factor", "4"] if method in SCALED else []),
+                         "--steps", str(a.steps[-1]), "--batch", str(batch), "--lr", repr(a.lr),
+                         "--warmup", str(a.warmup), "--seed", str(a.seed), "--threads", str(a.threads),
+                         "--eval", held, "--eval-ctx", ",".join(str(L * k) for k in (1, 2, 4, 8)),
+                         "--eval-every", str(every), "--eval-max-tokens", str(a.max_tokens), "--json"],
+            })
+    return runs
+
+
+def run_one(r, out):
+    os.makedirs(os.path.dirname(r["json"]), exist_ok=True)
+    model = _float32_copy(r["source"], os.path.dirname(r["json"]))
+    cmd = [sys.executable, "-m", "posenc.finetune", "--model", model, "-o", r["bin"], *r["args"]]
+    log = r["json"].replace(".json", ".log")
+    t0 = time.monotonic()
+    with open(log, "w") as lf:
+        lf.write(" ".join(cmd) + "\n")
+        lf.flush()
+        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=lf, text=True)
+    if p.returncode != 0:
+        _die(f"{r['model']} {r['method']}: posenc.finetune exited with {p.returncode}; see {log}")
+    summary = json.loads(p.stdout)
+    summary["grid"] = {k: r[k] for k in ("model", "method", "L", "ctx", "batch")}
+    summary["grid"]["wall_seconds"] = time.monotonic() - t0
+    with open(r["json"] + ".tmp", "w") as f:
+        json.dump(summary, f, indent=1)
+    os.replace(r["json"] + ".tmp", r["json"])  # written last: its presence means the run is done
+    return summary
+
+
+def collect(runs, steps):
+    """{model: {"L": L, "methods": {method: {"ctx": {k: {step: ppl}}, "tokens_per_second": ...}}}}"""
+    res = {}
+    for r in runs:
+        if not os.path.exists(r["json"]):
+            continue
+        with open(r["json"]) as f:
+            s = json.load(f)
+        m = res.setdefault(r["model"], {"L": r["L"], "methods": {}})
+        cell = {"ctx": {}, "tokens_per_second": s["tokens_per_second"], "train_seconds": s["train_seconds"],
+                "batch": r["batch"], "train_ctx": r["ctx"], "final_loss": s["final_loss"],
+                "wall_seconds": s["grid"]["wall_seconds"]}
+        for e in s["evals"]:
+            k = e["ctx"] // r["L"]
+            cell["ctx"].setdefault(str(k), {})[str(e["step"])] = e["perplexity"]
+        m["methods"][r["method"]] = cell
+    return res
+
+
+def _ppl(cell, k, step):
+    return cell["ctx"].get(str(k), {}).get(str(step))
+
+
+def _steps_to(cell, k, target, steps):
+    for st in [0] + steps:
+        v = _ppl(cell, k, st)
+        if v is not None and v <= target:
+            return str(st)
+    return f"> {steps[-1]}"
+
+
+def tables(res, steps):
+    out = []
+    last = steps[-1]
+    for model, m in res.items():
+        L, methods = m["L"], m["methods"]
+        out.append(f"### {model} (L = {L}, fine-tuned at {4 * L})\n")
+        out.append(f"Perplexity on Pride and Prejudice at 4x = {4 * L} against steps:\n")
+        out.append("| method | " + " | ".join(str(s) for s in [0] + steps) + " |")
+        out.append("|---|" + "---:|" * (len(steps) + 1))
+        for name, c in methods.items():
+            out.append(f"| {name} | " + " | ".join(_f(_ppl(c, 4, s)) for s in [0] + steps) + " |")
+        out.append(f"\nAfter {last} steps, every context:\n")
+        out.append("| method | " + " | ".join(f"{k}x = {k * L}" for k in (1, 2, 4, 8)) + " | 8x / 4x | tokens/s |")
+        out.append("|---|" + "---:|" * 6)
+        for name, c in methods.items():
+            p4, p8 = _ppl(c, 4, last), _ppl(c, 8, last)
+            ratio = f"{p8 / p4:.2f}" if p4 and p8 else "-"
+            out.append(f"| {name} | " + " | ".join(_f(_ppl(c, k, last)) for k in (1, 2, 4, 8))
+                       + f" | {ratio} | {c['tokens_per_second']:,.0f} |")
+        ctrl = methods.get("control")
+        if ctrl:
+            t4, t1 = _ppl(ctrl, 4, last), _ppl(ctrl, 1, last)
+            out.append(f"\nSteps to reach the control's perplexity (control after {last} steps: "
+                       f"{_f(t4)} at 4x, {_f(t1)} at 1x), evaluated at 4x; and at 8x after {last} steps:\n")
+            out.append("| method | reaches control 4x (" + _f(t4) + ") | reaches control 1x (" + _f(t1)
+                       + f") | 8x at step 0 | 8x after {last} |")
+            out.append("|---|---:|---:|---:|---:|")
+            for name, c in methods.items():
+                if name == "control":
+                    continue
+                out.append(f"| {name} | {_steps_to(c, 4, t4, steps) if t4 else '-'} | "
+                           f"{_steps_to(c, 4, t1, steps) if t1 else '-'} | {_f(_ppl(c, 8, 0))} | {_f(_ppl(c, 8, last))} |")
+        out.append("")
+    return "\n".join(out) + "\n"
+
+
+def _f(v):
+    return "-" if v is None else f"{v:.2f}"
+
+
+def figures(res, steps, out):
+    paths = []
+    for model, m in res.items():
+        L = m["L"]
+        panels = []
+        for k in (1, 2, 4, 8):
+            series = []
+            for name, c in m["methods"].items():
+                pts = c["ctx"].get(str(k), {})
+                xs = [s for s in [0] + steps if str(s) in pts]
+                series.append((name, xs, [pts[str(s)] for s in xs]))
+            panels.append({"title": f"context {k * L} ({k}x)", "series": series})
+        path = os.path.join(out, f"{model}.svg")
+        svg_plot.write_panels(path, f"{model}: fine-tuned at {4 * L} on Emma + Sense and Sensibility",
+                              panels, x_ticks=[0] + steps, subtitle=
+                              f"perplexity on Pride and Prejudice (posenc eval's protocol) against steps; "
+                              f"control: fine-tuned at {L}, same tokens per step")
+        paths.append(path)
+    return paths
+
+
+def main(argv=None):
+    a = parse_args(sys.argv[1:] if argv is None else argv)
+    out = a.out
+    os.makedirs(out, exist_ok=True)
+    runs = run_plan(a, out)
+    if a.plan:
+        every = reduce(math.gcd, a.steps)
+        points = a.steps[-1] // every + 1
+        for r in runs:
+            train = a.steps[-1] * r["batch"] * r["ctx"]
+            ev = points * sum((a.max_tokens // (k * r["L"])) * k * r["L"] for k in (1, 2, 4, 8))
+            print(f"{r['model']} {r['method']}: ctx {r['ctx']} x batch {r['batch']}, {a.steps[-1]} steps: "
+                  f"{train} tokens trained, {ev} tokens evaluated ({points} evaluations)"
+                  + (" (done)" if os.path.exists(r["json"]) else ""))
+        return 0
+    t0 = time.monotonic()
+    for i, r in enumerate(runs):
+        if os.path.exists(r["json"]):
+            print(f"[{i + 1}/{len(runs)}] {r['model']} {r['method']}: done already, skipped", file=sys.stderr)
+            continue
+        print(f"[{i + 1}/{len(runs)}] {r['model']} {r['method']}: ctx {r['ctx']} x batch {r['batch']} ...",
+              file=sys.stderr, flush=True)
+        s = run_one(r, out)
+        print(f"[{i + 1}/{len(runs)}] {r['model']} {r['method']}: {s['grid']['wall_seconds']:.0f} s, "
+              f"{s['tokens_per_second']:,.0f} tokens/s training, loss {s['first_loss']:.3f} -> "
+              f"{s['final_loss']:.3f}", file=sys.stderr, flush=True)
+    res = collect(runs, a.steps)
+    meta = {"steps": a.steps, "tokens_per_step": a.tokens_per_step, "lr": a.lr, "warmup": a.warmup,
+            "seed": a.seed, "threads": a.threads, "max_tokens": a.max_tokens, "quick": a.quick,
+            "seconds_this_invocation": time.monotonic() - t0,
+            "loadavg": open("/proc/loadavg").read().split()[:3] if os.path.exists("/proc/loadavg") else None}
+    with open(os.path.join(out, "results.json"), "w") as f:
+        json.dump({"settings": meta, "models": res}, f, indent=1)
+    figs = figures(res, a.steps, out)
+    with open(os.path.join(out, "tables.md"), "w") as f:
+        f.write(tables(res, a.steps))
+    print(f"wrote {os.path.join(out, 'results.json')}, {os.path.join(out, 'tables.md')}, {', '.join(figs)}",
+          file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
