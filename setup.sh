@@ -16,11 +16,12 @@ packages=(cmake ninja-build g++ nlohmann-json3-dev libcli11-dev libfmt-dev libhw
           libgtest-dev libgmock-dev libbenchmark-dev libxml2-utils
           pybind11-dev python3-dev python3-numpy)  # the Python package (python/)
 case "$mode" in
-  asan) packages+=(clang libclang-rt-14-dev chromium fonts-dejavu-core python3-torch libtorch-dev python3-pytest clang-format-14) ;;
-  clang) packages+=(clang libclang-rt-14-dev python3-torch libtorch-dev python3-pytest) ;;
+  asan) packages+=(clang libclang-rt-14-dev chromium fonts-dejavu-core python3-torch libopenblas0-pthread libtorch-dev python3-pytest clang-format-14) ;;
+  clang) packages+=(clang libclang-rt-14-dev python3-torch libopenblas0-pthread libtorch-dev python3-pytest) ;;
   # browser: the HTML report; torch + pytest: the Python package's tests and hf numerics against
-  # torch (libtorch-dev: the package's fast torch tensor reader); clang-format: the format check
-  test) packages+=(chromium fonts-dejavu-core python3-torch libtorch-dev python3-pytest clang-format-14) ;;
+  # torch (libtorch-dev: the package's fast torch tensor reader; libopenblas0-pthread: the BLAS
+  # Debian's torch calls, about 10x the reference BLAS in training); clang-format: the format check
+  test) packages+=(chromium fonts-dejavu-core python3-torch libopenblas0-pthread libtorch-dev python3-pytest clang-format-14) ;;
   run) ;;
   *) echo "usage: ./setup.sh run|test|asan|clang" >&2; exit 2 ;;
 esac

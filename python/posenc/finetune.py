@@ -149,7 +149,8 @@ def run(args, log=sys.stderr):
     from . import _posenc
     from .llama import Llama
 
-    torch.set_num_threads(args.threads)
+    from . import _blas  # torch and its BLAS, N threads each
+    _blas.set_threads(args.threads)
     torch.use_deterministic_algorithms(True)
     try:
         model = Llama.load(args.model)

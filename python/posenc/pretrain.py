@@ -145,7 +145,8 @@ def main(argv=None):
     import torch
     from posenc.llama import Llama, LlamaConfig, load_tokenizer
 
-    torch.set_num_threads(a.threads)
+    from . import _blas  # torch and its BLAS, N threads each
+    _blas.set_threads(a.threads)
     torch.manual_seed(a.seed)
     tok = load_tokenizer(a.tokenizer)
     texts = []
