@@ -13,6 +13,7 @@
 
 #include "posenc/core/error.h"
 #include "posenc/llama/llama.h"
+#include "support/error_of.h"
 
 namespace {
 
@@ -73,12 +74,7 @@ const Twins& twins() {
 }
 
 std::string load_error(const std::vector<unsigned char>& bytes) {
-  try {
-    posenc::llama::Model::parse(bytes, "test.bin");
-  } catch (const posenc::Error& e) {
-    return e.what();
-  }
-  return "(no error)";
+  return posenc::testing::error_of([&] { posenc::llama::Model::parse(bytes, "test.bin"); });
 }
 
 TEST(LlamaFloat16, LoadsAsTheFloat32FileOfTheSameValues) {

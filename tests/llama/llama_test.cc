@@ -21,6 +21,7 @@
 #include "posenc/core/frequencies.h"
 #include "posenc/llama/llama.h"
 #include "posenc/llama/perplexity.h"
+#include "support/error_of.h"
 #include "support/simd_targets.h"
 
 namespace {
@@ -396,12 +397,7 @@ TEST(LlamaPerplexity, WindowsAndSlidingWindowCounts) {
 // Loading.
 
 std::string load_error(const std::vector<unsigned char>& bytes) {
-  try {
-    posenc::llama::Model::parse(bytes, "test.bin");
-  } catch (const posenc::Error& e) {
-    return e.what();
-  }
-  return "(no error)";
+  return posenc::testing::error_of([&] { posenc::llama::Model::parse(bytes, "test.bin"); });
 }
 
 TEST(LlamaLoad, ReadsTheHeader) {

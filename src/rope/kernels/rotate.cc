@@ -141,12 +141,21 @@ HWY_INLINE void RotateInterleaved(Tag tag, const typename Tag::Storage* in,
   }
 }
 
+// Out of place (copy_rest): the head's dims outside [offset, offset + 2 pairs) are copied as
+// they are.
+template <class T>
+HWY_INLINE void CopyUnrotated(const TokenHeads& t, const T* hin, T* hout) {
+  if (!t.copy_rest) return;
+  const std::int64_t end = t.offset + 2 * t.pairs;
+  std::memcpy(hout, hin, static_cast<std::size_t>(t.offset) * sizeof(T));
+  std::memcpy(hout + end, hin + end, static_cast<std::size_t>(t.head_dim - end) * sizeof(T));
+}
+
 template <class Tag>
 HWY_INLINE void RotateTyped(Tag tag, const TokenHeads& t) {
   using T = typename Tag::Storage;
   const T* in = static_cast<const T*>(t.in);
   T* out = static_cast<T*>(t.out);
-  const std::int64_t rotated = 2 * t.pairs;
 #if HWY_TARGET != HWY_SCALAR
   if constexpr (std::is_same_v<Tag, BF16Tag>) {
     // bf16 half-split, several heads: deinterleave the row once per token (amortised over the
@@ -162,11 +171,7 @@ HWY_INLINE void RotateTyped(Tag tag, const TokenHeads& t) {
       for (std::int64_t h = 0; h < t.heads; ++h) {
         const T* hin = in + h * t.head_stride;
         T* hout = out + h * t.head_stride;
-        if (t.copy_rest) {
-          std::memcpy(hout, hin, static_cast<std::size_t>(t.offset) * sizeof(T));
-          std::memcpy(hout + t.offset + rotated, hin + t.offset + rotated,
-                      static_cast<std::size_t>(t.head_dim - t.offset - rotated) * sizeof(T));
-        }
+        CopyUnrotated(t, hin, hout);
         const std::int64_t n = t.pairs;
         const T* a = hin + t.offset;
         T* y = hout + t.offset;
@@ -185,11 +190,7 @@ HWY_INLINE void RotateTyped(Tag tag, const TokenHeads& t) {
   for (std::int64_t h = 0; h < t.heads; ++h) {
     const T* hin = in + h * t.head_stride;
     T* hout = out + h * t.head_stride;
-    if (t.copy_rest) {
-      std::memcpy(hout, hin, static_cast<std::size_t>(t.offset) * sizeof(T));
-      std::memcpy(hout + t.offset + rotated, hin + t.offset + rotated,
-                  static_cast<std::size_t>(t.head_dim - t.offset - rotated) * sizeof(T));
-    }
+    CopyUnrotated(t, hin, hout);
     if (t.layout == Layout::kHalfSplit) {
       RotateHalfSplit(tag, hin + t.offset, hout + t.offset, t.pairs, t.c, t.s);
     } else {
