@@ -30,6 +30,8 @@ from ._posenc import CosSinTable, RopeSpec
 from .ops import apply_rope
 
 _VERSION = 1
+_F16_VERSION = 2  # byte 0 of a file whose weights are float16, else the same layout (docs/eval.md)
+_DTYPES = {"float32": (_VERSION, "<f4"), "float16": (_F16_VERSION, "<f2")}
 _HEADER_BYTES = 256
 _NORM_EPS = 1e-5  # llama::kRmsNormEps
 # Attention above this many scores (batch x heads x S x S) is recomputed in the backward pass
@@ -284,7 +286,8 @@ class Llama(torch.nn.Module):
     # files ------------------------------------------------------------------------------------
     @classmethod
     def load(cls, path):
-        """A v1 model file (checked by the C++ loader first: its errors name the byte offset)."""
+        """A v1 model file, or its float16 form (format version 2, widened exactly to float32);
+        checked by the C++ loader first: its errors name the byte offset."""
         path = os.fspath(path)
         tok = load_tokenizer(path)
         with open(path, "rb") as f:
@@ -293,7 +296,8 @@ class Llama(torch.nn.Module):
         _, _, at = _read_vocab(data, cfg.vocab_size)
         with torch.random.fork_rng():
             model = cls(cfg, tokenizer=tok)
-        w = np.frombuffer(data, dtype="<f4", offset=at)
+        stored = "<f2" if data[0] == _F16_VERSION else "<f4"
+        w = np.frombuffer(data, dtype=stored, offset=at).astype("<f4")
         h, hid, L = cfg.dim, cfg.hidden_dim, cfg.n_layers
         kv = cfg.n_kv_heads * cfg.head_dim
 
@@ -319,10 +323,13 @@ class Llama(torch.nn.Module):
         return model
 
     def to_bytes(self, dtype="float32"):
-        """The v1 file's bytes (what save writes)."""
-        if dtype != "float32":
-            raise ValueError(f"dtype ({dtype!r}) must be \"float32\": the v1 format `posenc eval` reads "
-                             "stores float32 weights")
+        """The file's bytes (what save writes): format version 1 with float32 weights, or with
+        dtype="float16" version 2, the same layout with the weights rounded to float16 (nearest
+        even); both are what `posenc eval` reads."""
+        if dtype not in _DTYPES:
+            raise ValueError(f"dtype ({dtype!r}) must be \"float32\" or \"float16\": the weight types "
+                             "of the model files `posenc eval` reads (format versions 1 and 2)")
+        version, stored = _DTYPES[dtype]
         if self.tokenizer is None:
             raise ValueError("save: the model has no tokenizer (its vocabulary goes into the file): "
                              "pass Llama(cfg, tokenizer=load_tokenizer(path)) or set model.tokenizer")
@@ -331,7 +338,7 @@ class Llama(torch.nn.Module):
             raise ValueError(f"save: the tokenizer has {self.tokenizer.vocab_size} pieces, the model "
                              f"vocab_size {cfg.vocab_size}")
         out = io.BytesIO()
-        header = struct.pack("<Bi5s7iB", _VERSION, 5, b"llama", cfg.dim, cfg.hidden_dim, cfg.seq_len,
+        header = struct.pack("<Bi5s7iB", version, 5, b"llama", cfg.dim, cfg.hidden_dim, cfg.seq_len,
                              cfg.vocab_size, cfg.n_layers, cfg.n_heads, cfg.n_kv_heads,
                              1 if cfg.tied_output else 0)
         out.write(header + bytes(_HEADER_BYTES - len(header)))
@@ -339,7 +346,11 @@ class Llama(torch.nn.Module):
             out.write(struct.pack("<fi", score, len(piece)) + piece)
 
         def put(t):
-            out.write(t.detach().to(torch.float32).contiguous().numpy().astype("<f4").tobytes())
+            w = t.detach().to(torch.float32).contiguous().numpy()
+            if stored == "<f2" and (not np.all(np.isfinite(w)) or np.abs(w).max(initial=0) > 65504):
+                raise ValueError("save: a weight is not finite or beyond float16's range (65504); "
+                                 "save as float32")
+            out.write(w.astype(stored).tobytes())
 
         put(self.tok_embeddings.weight)
         for name in ("attention_norm", "wq", "wk", "wv", "wo", "ffn_norm", "w1", "w3", "w2"):
@@ -352,7 +363,7 @@ class Llama(torch.nn.Module):
         return out.getvalue()
 
     def save(self, path, dtype="float32"):
-        """Writes the v1 file `posenc eval` and `posenc generate` read."""
+        """Writes the model file `posenc eval` and `posenc generate` read (dtype: see to_bytes)."""
         data = self.to_bytes(dtype)
         with open(os.fspath(path), "wb") as f:
             f.write(data)

@@ -19,7 +19,6 @@ import math
 import os
 import struct
 import sys
-import tempfile
 import time
 
 import numpy as np
@@ -118,26 +117,14 @@ def to_float32_bytes(data):
 
 
 def save_model(model, path, dtype="float16"):
-    """model.save, with dtype "float16" written as format version 2."""
-    data = model.to_bytes("float32")
-    if dtype == "float16":
-        data = to_float16_bytes(data)
-    with open(path, "wb") as f:
-        f.write(data)
+    """model.save (kept for callers of this module; posenc.llama writes both versions)."""
+    model.save(path, dtype)
 
 
 def load_model(path):
-    """posenc.llama.Llama.load for either version (a version-2 file goes through a float32 copy)."""
+    """posenc.llama.Llama.load, which reads both versions."""
     from posenc.llama import Llama
-    with open(path, "rb") as f:
-        data = f.read()
-    if data[:1] != bytes([_F16_VERSION]):
-        return Llama.load(path)
-    with tempfile.TemporaryDirectory() as d:
-        tmp = os.path.join(d, "float32.bin")
-        with open(tmp, "wb") as f:
-            f.write(to_float32_bytes(data))
-        return Llama.load(tmp)
+    return Llama.load(path)
 
 
 def main(argv=None):

@@ -87,6 +87,30 @@ def test_save_writes_the_file_it_loaded(model, tmp_path):
         assert torch.equal(p1, p2), n1
 
 
+def test_float16_files_load_here_and_in_cpp(model, pride_ids, tmp_path):
+    """save(dtype="float16") writes format version 2: every weight rounded to float16 once;
+    Llama.load widens it back exactly, and the C++ loader reads the same values."""
+    out = tmp_path / "half.bin"
+    model.save(out, dtype="float16")
+    data = out.read_bytes()
+    assert data[0] == 2 and data[1:256] == MODEL.read_bytes()[1:256]
+    half = Llama.load(out)
+    for (n1, p1), (n2, p2) in zip(model.named_parameters(), half.named_parameters()):
+        assert n1 == n2
+        assert torch.equal(p1.detach().half().float(), p2.detach()), n1
+    assert half.to_bytes("float16") == data  # float16 -> float32 -> float16 is exact
+    ids = np.asarray(pride_ids[:200], dtype=np.int32)
+    cpp_file = _posenc._LlamaModel.load(str(out))
+    np.testing.assert_array_equal(half.cpp_logits(ids), cpp_file.logits(ids, cpp_file.rope_spec("none")))
+    assert rel_err(torch_logits(half, list(ids)), cpp_file.logits(ids, cpp_file.rope_spec("none"))) < 1e-5
+    big = tiny(vocab_size=512)
+    with torch.no_grad():
+        big.norm.fill_(1e5)
+    big.tokenizer = model.tokenizer
+    with pytest.raises(ValueError, match="beyond float16's range"):
+        big.to_bytes("float16")
+
+
 def test_half_split_layout_with_permuted_weights(model, pride_ids):
     """Both layouts: the interleaved model equals a half-split one whose q and k rows are permuted
     within each head (pair (2i, 2i+1) -> (i, i + d/2), as HF's conversion does)."""
@@ -212,8 +236,8 @@ def test_errors(model, tmp_path):
         model(torch.tensor([[1.0, 2.0]]))
     with pytest.raises(ValueError, match="no tokenizer"):
         tiny().save(tmp_path / "x.bin")
-    with pytest.raises(ValueError, match="float32"):
-        model.save(tmp_path / "x.bin", dtype="float16")
+    with pytest.raises(ValueError, match=r"dtype \('bfloat16'\) must be \"float32\" or \"float16\""):
+        model.save(tmp_path / "x.bin", dtype="bfloat16")
     with pytest.raises(ValueError, match="format version"):
         Llama.load(PRIDE)
     bad = tmp_path / "short.bin"
