@@ -24,11 +24,6 @@ namespace posenc::detail {
 struct Fp8Tag {
   using Storage = std::uint8_t;  // OCP E4M3 (torch float8_e4m3fn) bits
 };
-// An fp8 cache's divisor, and its exact reciprocal (exact_inverse) or 0.
-struct CacheScale {
-  float scale = 1.0f;
-  float inv = 0.0f;
-};
 }  // namespace posenc::detail
 #endif
 
@@ -51,8 +46,9 @@ HWY_INLINE void StoreFp8(D d, hn::Vec<D> v, std::uint8_t* p) {
   const auto abs_bits = hn::And(bits, hn::Set(du, 0x7FFFFFFFu));
   const auto ai = hn::BitCast(di, abs_bits);  // non-negative: signed compares are safe
   const auto is_nan = hn::RebindMask(du, hn::Gt(ai, hn::Set(di, 0x7F800000)));
-  // Saturate with one float min (NaN lanes get 448 on x86, anything elsewhere: replaced below).
-  const auto a = hn::BitCast(du, hn::Min(hn::BitCast(d, abs_bits), hn::Set(d, 448.0f)));
+  const auto max_bits = hn::Set(du, 0x43E00000u);  // 448.0f
+  const auto a =
+      hn::IfThenElse(hn::RebindMask(du, hn::Gt(ai, hn::Set(di, 0x43E00000))), max_bits, abs_bits);
   const auto small = hn::Sub(hn::BitCast(du, hn::Add(hn::BitCast(d, a), hn::Set(d, 16384.0f))),
                              hn::Set(du, 141u << 23));
   const auto odd = hn::And(hn::ShiftRight<20>(a), hn::Set(du, 1u));
@@ -64,15 +60,12 @@ HWY_INLINE void StoreFp8(D d, hn::Vec<D> v, std::uint8_t* p) {
 }
 
 template <class Tag, class D>
-HWY_INLINE void StoreCache(Tag tag, D d, hn::Vec<D> v, typename Tag::Storage* p, CacheScale) {
+HWY_INLINE void StoreCache(Tag tag, D d, hn::Vec<D> v, typename Tag::Storage* p, float) {
   StoreF32(tag, d, v, p);
 }
 template <class D>
-HWY_INLINE void StoreCache(Fp8Tag, D d, hn::Vec<D> v, std::uint8_t* p, CacheScale sc) {
-  // A power-of-two scale multiplies by its exact reciprocal: the same correctly rounded quotient
-  // as the division (kv_cache_kernel.h), at a fraction of vdivps' throughput cost.
-  StoreFp8(d, sc.inv != 0.0f ? hn::Mul(v, hn::Set(d, sc.inv)) : hn::Div(v, hn::Set(d, sc.scale)),
-           p);
+HWY_INLINE void StoreCache(Fp8Tag, D d, hn::Vec<D> v, std::uint8_t* p, float scale) {
+  StoreFp8(d, hn::Div(v, hn::Set(d, scale)), p);
 }
 
 // y rounded to the storage of `tag` and widened back (exact): what apply_rope would have stored.
@@ -87,31 +80,23 @@ HWY_INLINE hn::Vec<D> RoundTo(Tag tag, D d, hn::Vec<D> y) {
   }
 }
 
-// bf16 in registers: half-inl.h's rounding kept in the top 16 bits (y is a rotation result,
-// never a signaling NaN, so Bf16HighBitsOfResult's shorter form gives the same bits).
+// bf16 in registers: half.h's rounding (+0x7FFF + lsb, NaNs quieted) kept in the top 16 bits.
 template <class D>
 HWY_INLINE hn::Vec<D> RoundTo(BF16Tag, D d, hn::Vec<D> y) {
   const hn::RebindToUnsigned<D> du;
-  return hn::BitCast(d, hn::And(Bf16HighBitsOfResult(d, y), hn::Set(du, 0xFFFF0000u)));
-}
-
-// Two vectors to 2 * Lanes(d) consecutive cache elements (half-inl.h's StoreF32x2 packs bf16).
-template <class Tag, class D>
-HWY_INLINE void StoreCache2(Tag tag, D d, hn::Vec<D> v0, hn::Vec<D> v1, typename Tag::Storage* p,
-                            CacheScale) {
-  StoreF32x2(tag, d, v0, v1, p);
-}
-template <class D>
-HWY_INLINE void StoreCache2(Fp8Tag tag, D d, hn::Vec<D> v0, hn::Vec<D> v1, std::uint8_t* p,
-                            CacheScale sc) {
-  StoreCache(tag, d, v0, p, sc);
-  StoreCache(tag, d, v1, p + hn::Lanes(d), sc);
+  const auto bits = hn::BitCast(du, y);
+  const auto high = hn::Set(du, 0xFFFF0000u);
+  const auto lsb = hn::And(hn::ShiftRight<16>(bits), hn::Set(du, 1u));
+  const auto rounded = hn::And(hn::Add(hn::Add(bits, hn::Set(du, 0x7FFFu)), lsb), high);
+  const auto quiet = hn::And(hn::Or(bits, hn::Set(du, 0x400000u)), high);
+  const auto is_nan = hn::RebindMask(du, hn::Not(hn::Eq(y, y)));
+  return hn::BitCast(d, hn::IfThenElse(is_nan, quiet, rounded));
 }
 
 // One rotated k vector of dims [j, j + lanes) of the rotated range.
 template <class KTag, class CTag, class D>
 HWY_INLINE void EmitK(KTag ktag, CTag ctag, D d, hn::Vec<D> y, typename KTag::Storage* back,
-                      typename CTag::Storage* cache, CacheScale scale) {
+                      typename CTag::Storage* cache, float scale) {
   if (back) StoreF32(ktag, d, y, back);
   if constexpr (std::is_same_v<KTag, CTag>) {
     StoreF32(ktag, d, y, cache);
@@ -120,30 +105,13 @@ HWY_INLINE void EmitK(KTag ktag, CTag ctag, D d, hn::Vec<D> y, typename KTag::St
   }
 }
 
-// Two rotated k vectors of dims [j, j + 2 lanes).
-template <class KTag, class CTag, class D>
-HWY_INLINE void EmitK2(KTag ktag, CTag ctag, D d, hn::Vec<D> y0, hn::Vec<D> y1,
-                       typename KTag::Storage* back, typename CTag::Storage* cache,
-                       CacheScale scale) {
-  if (back) StoreResultsF32x2(ktag, d, y0, y1, back);
-  if constexpr (std::is_same_v<KTag, CTag>) {
-    StoreResultsF32x2(ktag, d, y0, y1, cache);
-  } else {
-    StoreCache2(ctag, d, RoundTo(ktag, d, y0), RoundTo(ktag, d, y1), cache, scale);
-  }
-}
-
 // Dims [0, count) converted from `in` to the cache, unchanged in value (apart from fp8's scale).
 template <class InTag, class CTag>
 HWY_INLINE void ConvertCopy(InTag itag, CTag ctag, const typename InTag::Storage* in,
-                            typename CTag::Storage* out, std::int64_t count, CacheScale scale) {
+                            typename CTag::Storage* out, std::int64_t count, float scale) {
   const hn::ScalableTag<float> d;
   const auto lanes = static_cast<std::int64_t>(hn::Lanes(d));
   std::int64_t i = 0;
-  for (; i + 2 * lanes <= count; i += 2 * lanes) {
-    StoreCache2(ctag, d, LoadF32(itag, d, in + i), LoadF32(itag, d, in + i + lanes), out + i,
-                scale);
-  }
   for (; i + lanes <= count; i += lanes)
     StoreCache(ctag, d, LoadF32(itag, d, in + i), out + i, scale);
   const hn::CappedTag<float, 1> d1;
@@ -155,7 +123,7 @@ HWY_INLINE void RotateKHead(KTag ktag, CTag ctag, const typename KTag::Storage* 
                             typename KTag::Storage* back, typename CTag::Storage* out,
                             const TokenKv& t) {
   const std::int64_t n = t.pairs;
-  const CacheScale scale{t.k_scale, t.k_inv_scale};
+  const float scale = t.k_scale;
   auto at = [&](std::int64_t j) { return back ? back + j : nullptr; };
   if (t.layout == Layout::kHalfSplit) {
     const hn::ScalableTag<float> d;
@@ -168,15 +136,6 @@ HWY_INLINE void RotateKHead(KTag ktag, CTag ctag, const typename KTag::Storage* 
       EmitK(ktag, ctag, dd, ya, at(i0), out + i0, scale);
       EmitK(ktag, ctag, dd, yb, at(i0 + n), out + i0 + n, scale);
     };
-    for (; i + 2 * lanes <= n; i += 2 * lanes) {
-      hn::Vec<decltype(d)> ya0, yb0, ya1, yb1;
-      HalfSplitMath(d, LoadF32(ktag, d, in + i), LoadF32(ktag, d, in + i + n),
-                    hn::LoadU(d, t.c + i), hn::LoadU(d, t.s + i), ya0, yb0);
-      HalfSplitMath(d, LoadF32(ktag, d, in + i + lanes), LoadF32(ktag, d, in + i + n + lanes),
-                    hn::LoadU(d, t.c + i + lanes), hn::LoadU(d, t.s + i + lanes), ya1, yb1);
-      EmitK2(ktag, ctag, d, ya0, ya1, at(i), out + i, scale);
-      EmitK2(ktag, ctag, d, yb0, yb1, at(i + n), out + i + n, scale);
-    }
     for (; i + lanes <= n; i += lanes) body(d, i);
     const hn::CappedTag<float, 1> d1;
     for (; i < n; ++i) body(d1, i);
@@ -187,15 +146,6 @@ HWY_INLINE void RotateKHead(KTag ktag, CTag ctag, const typename KTag::Storage* 
 #if HWY_TARGET != HWY_SCALAR  // as rotate.cc: one lane holds no pair to swap
   const hn::ScalableTag<float> d;
   const auto lanes = static_cast<std::int64_t>(hn::Lanes(d));
-  for (; j + 2 * lanes <= dims; j += 2 * lanes) {
-    const auto x0 = LoadF32(ktag, d, in + j);
-    const auto x1 = LoadF32(ktag, d, in + j + lanes);
-    const auto y0 =
-        InterleavedMath(d, x0, hn::Shuffle2301(x0), hn::LoadU(d, t.c + j), hn::LoadU(d, t.s + j));
-    const auto y1 = InterleavedMath(d, x1, hn::Shuffle2301(x1), hn::LoadU(d, t.c + j + lanes),
-                                    hn::LoadU(d, t.s + j + lanes));
-    EmitK2(ktag, ctag, d, y0, y1, at(j), out + j, scale);
-  }
   for (; j + lanes <= dims; j += lanes) {
     const auto x = LoadF32(ktag, d, in + j);
     EmitK(ktag, ctag, d,
@@ -223,17 +173,16 @@ HWY_INLINE void AppendK(KTag ktag, CTag ctag, const TokenKv& t) {
   K* back = static_cast<K*>(t.k_back);
   C* out = static_cast<C*>(t.k_cache);
   const std::int64_t rotated = 2 * t.pairs;
-  const CacheScale ks{t.k_scale, t.k_inv_scale};
   for (std::int64_t h = 0; h < t.heads; ++h) {
     const K* hin = in + h * t.k_head_stride;
     C* hout = out + h * t.cache_head_stride;
     if (rotated == 0) {
-      ConvertCopy(ktag, ctag, hin, hout, t.head_dim, ks);
+      ConvertCopy(ktag, ctag, hin, hout, t.head_dim, t.k_scale);
       continue;
     }
-    ConvertCopy(ktag, ctag, hin, hout, t.offset, ks);
+    ConvertCopy(ktag, ctag, hin, hout, t.offset, t.k_scale);
     const std::int64_t end = t.offset + rotated;
-    ConvertCopy(ktag, ctag, hin + end, hout + end, t.head_dim - end, ks);
+    ConvertCopy(ktag, ctag, hin + end, hout + end, t.head_dim - end, t.k_scale);
     RotateKHead(ktag, ctag, hin + t.offset, back ? back + h * t.k_head_stride + t.offset : nullptr,
                 hout + t.offset, t);
   }
@@ -243,10 +192,9 @@ template <class VTag, class CTag>
 HWY_INLINE void AppendV(VTag vtag, CTag ctag, const TokenKv& t) {
   const auto* in = static_cast<const typename VTag::Storage*>(t.v);
   auto* out = static_cast<typename CTag::Storage*>(t.v_cache);
-  const CacheScale vs{t.v_scale, t.v_inv_scale};
   for (std::int64_t h = 0; h < t.heads; ++h) {
     ConvertCopy(vtag, ctag, in + h * t.v_head_stride, out + h * t.cache_head_stride, t.head_dim,
-                vs);
+                t.v_scale);
   }
 }
 
