@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "support/cli_runner.h"
+#include "support/shared_data.h"
 #include "support/temp_files.h"
 
 namespace {
@@ -14,9 +15,8 @@ namespace {
 using posenc_cli::CliRun;
 using posenc_cli::slurp;
 
-const std::string kModel =
-    std::string(POSENC_SHARED_DIR) + "/models/stories260K/tinystories_260k_v1.bin";
-const std::string kPride = std::string(POSENC_SHARED_DIR) + "/data/austen/prideprejudice.txt";
+const std::string& kModel = posenc_test::kStoriesModel;
+const std::string& kPride = posenc_test::kPrideAndPrejudice;
 constexpr const char* kTag = "posenc_rope_sidecar_cli_test";
 
 CliRun posenc(const std::string& args) { return posenc_cli::run(POSENC_CLI, args, kTag); }

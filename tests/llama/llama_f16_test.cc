@@ -14,11 +14,11 @@
 #include "posenc/core/error.h"
 #include "posenc/llama/llama.h"
 #include "support/error_of.h"
+#include "support/shared_data.h"
 
 namespace {
 
-const std::string kModel =
-    std::string(POSENC_SHARED_DIR) + "/models/stories260K/tinystories_260k_v1.bin";
+const std::string& kModel = posenc_test::kStoriesModel;
 constexpr std::size_t kWeightsAt = 6657;  // stories260K: header and vocabulary end here
 constexpr std::size_t kValues = 1040128 / 4;
 
