@@ -62,13 +62,62 @@ HWY_INLINE V ZeroWhere(D d, V v, std::int64_t lo_lane_token, std::int64_t bound,
   return keys ? hn::IfThenZeroElse(hn::Gt(token, b), v) : hn::IfThenZeroElse(hn::Lt(token, b), v);
 }
 
-// s = sum_e qt[e] * k[e] in order of e (qt: the tile's scaled queries, one vector per dim).
+// Register-blocked sweeps over a run of rows (keys or queries), C dims at a time: the C vectors
+// of the tile stay in registers while the rows stream past. Both keep each sum in order of the
+// head dim (Sweep) or of the rows (Accumulate), so blocking changes no bits.
+
+// out[r] = (e0 > 0 ? out[r] : 0) + sum_{e in [e0, e0 + C)} tile[e] * (row_r[e] * mul), r in
+// [0, rows): tile[e] at tile + e * n (n lanes), row_r at rows_at + r * stride.
+template <int C, class D>
+HWY_INLINE void Sweep(D d, const hn::TFromD<D>* tile, std::int64_t n, std::int64_t e0,
+                      const hn::TFromD<D>* rows_at, std::int64_t stride, std::int64_t rows,
+                      hn::TFromD<D> mul, hn::TFromD<D>* out) {
+  hn::Vec<D> t[C];
+  for (int c = 0; c < C; ++c) t[c] = hn::LoadU(d, tile + (e0 + c) * n);
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const auto* row = rows_at + r * stride + e0;
+    auto s = hn::Mul(t[0], hn::Set(d, row[0] * mul));
+    if (e0 > 0) s = hn::Add(hn::LoadU(d, out + r * n), s);
+    for (int c = 1; c < C; ++c) s = hn::Add(s, hn::Mul(t[c], hn::Set(d, row[c] * mul)));
+    hn::StoreU(s, d, out + r * n);
+  }
+}
+
+// acc[e] += sum_r w[r] * (row_r[e] * mul) in order of r, for e in [e0, e0 + C): acc[e] at
+// acc + e * n, w[r] at w + r * n.
+template <int C, class D>
+HWY_INLINE void Accumulate(D d, const hn::TFromD<D>* w, std::int64_t n, std::int64_t e0,
+                           const hn::TFromD<D>* rows_at, std::int64_t stride, std::int64_t rows,
+                           hn::TFromD<D> mul, hn::TFromD<D>* acc) {
+  hn::Vec<D> a[C];
+  for (int c = 0; c < C; ++c) a[c] = hn::LoadU(d, acc + (e0 + c) * n);
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const auto* row = rows_at + r * stride + e0;
+    const auto wr = hn::LoadU(d, w + r * n);
+    for (int c = 0; c < C; ++c) a[c] = hn::Add(a[c], hn::Mul(wr, hn::Set(d, row[c] * mul)));
+  }
+  for (int c = 0; c < C; ++c) hn::StoreU(a[c], d, acc + (e0 + c) * n);
+}
+
+constexpr std::int64_t kDims = 8;  // dims per sweep: 8 tile vectors + temporaries in registers
+
 template <class D>
-HWY_INLINE hn::Vec<D> Score(D d, const hn::TFromD<D>* qt, const hn::TFromD<D>* k, std::int64_t hd,
-                            std::int64_t n) {
-  auto s = hn::Mul(hn::LoadU(d, qt), hn::Set(d, k[0]));
-  for (std::int64_t e = 1; e < hd; ++e) s = hn::Add(s, hn::Mul(hn::LoadU(d, qt + e * n), hn::Set(d, k[e])));
-  return s;
+void SweepAll(D d, const hn::TFromD<D>* tile, std::int64_t n, std::int64_t hd,
+              const hn::TFromD<D>* rows_at, std::int64_t stride, std::int64_t rows,
+              hn::TFromD<D> mul, hn::TFromD<D>* out) {
+  std::int64_t e = 0;
+  for (; e + kDims <= hd; e += kDims) Sweep<kDims>(d, tile, n, e, rows_at, stride, rows, mul, out);
+  for (; e < hd; ++e) Sweep<1>(d, tile, n, e, rows_at, stride, rows, mul, out);
+}
+
+template <class D>
+void AccumulateAll(D d, const hn::TFromD<D>* w, std::int64_t n, std::int64_t hd,
+                   const hn::TFromD<D>* rows_at, std::int64_t stride, std::int64_t rows,
+                   hn::TFromD<D> mul, hn::TFromD<D>* acc) {
+  std::int64_t e = 0;
+  for (; e + kDims <= hd; e += kDims)
+    Accumulate<kDims>(d, w, n, e, rows_at, stride, rows, mul, acc);
+  for (; e < hd; ++e) Accumulate<1>(d, w, n, e, rows_at, stride, rows, mul, acc);
 }
 
 // The tile's rows (token first + lane, the last valid one repeated in the padding lanes) of one
@@ -83,51 +132,51 @@ void LoadTile(const HeadsView<const T>& t, std::int64_t b, std::int64_t h, std::
 }
 
 template <class T>
+std::vector<T>& Sized(std::vector<T>& v, std::int64_t n) {
+  v.resize(static_cast<std::size_t>(n));
+  return v;
+}
+
+template <class T>
 void ForwardTask(const AttentionForward<T>& a, std::int64_t b, std::int64_t h, std::int64_t i0) {
   const hn::ScalableTag<T> d;
   const std::int64_t n = static_cast<std::int64_t>(hn::Lanes(d));
   const AttentionShape& sh = a.shape;
   const std::int64_t hd = sh.head_dim, g = h / (sh.heads / sh.kv_heads);
   const std::int64_t valid = std::min(n, sh.seq - i0), keys = i0 + valid;
-  thread_local std::vector<T> qt, acc, scores;
-  qt.resize(static_cast<std::size_t>(hd * n));
-  acc.assign(static_cast<std::size_t>(hd * n), T(0));
-  scores.resize(static_cast<std::size_t>(keys * n));
-  LoadTile(a.q, b, h, i0, valid, hd, n, a.scale, qt.data());
-
-  // Pass 1: the scores, masked (-inf) past each lane's token, and their maximum.
+  thread_local std::vector<T> qt, acc, scores, lanes;
+  LoadTile(a.q, b, h, i0, valid, hd, n, a.scale, Sized(qt, hd * n).data());
+  T* s = Sized(scores, keys * n).data();
+  // The scores (scaled q times k), masked (-inf) past each lane's token, and their maximum.
+  SweepAll(d, qt.data(), n, hd, At(a.k, b, 0, g), a.k.seq_stride, keys, T(1), s);
   const auto neg_inf = hn::Set(d, -std::numeric_limits<T>::infinity());
+  const auto token = hn::Add(hn::Iota(d, 0), hn::Set(d, static_cast<T>(i0)));
   auto m = neg_inf;
   for (std::int64_t j = 0; j < keys; ++j) {
-    auto s = Score(d, qt.data(), At(a.k, b, j, g), hd, n);
+    auto v = hn::LoadU(d, s + j * n);
     if (j > i0) {
-      const auto token = hn::Add(hn::Iota(d, 0), hn::Set(d, static_cast<T>(i0)));
-      s = hn::IfThenElse(hn::Lt(token, hn::Set(d, static_cast<T>(j))), neg_inf, s);
+      v = hn::IfThenElse(hn::Lt(token, hn::Set(d, static_cast<T>(j))), neg_inf, v);
+      hn::StoreU(v, d, s + j * n);
     }
-    hn::StoreU(s, d, scores.data() + j * n);
-    m = hn::Max(m, s);
+    m = hn::Max(m, v);
   }
-  // Pass 2: p_j = exp(s_j - max), their sum, and sum_j p_j v_j in order of j.
+  // p_j = exp(s_j - max) and their sum, then sum_j p_j v_j in order of j.
   auto sum = hn::Zero(d);
   for (std::int64_t j = 0; j < keys; ++j) {
-    const auto p = Weight(d, hn::Sub(hn::LoadU(d, scores.data() + j * n), m));
+    const auto p = Weight(d, hn::Sub(hn::LoadU(d, s + j * n), m));
     sum = hn::Add(sum, p);
-    const T* v = At(a.v, b, j, g);
-    for (std::int64_t e = 0; e < hd; ++e) {
-      T* o = acc.data() + e * n;
-      hn::StoreU(hn::Add(hn::LoadU(d, o), hn::Mul(p, hn::Set(d, v[e]))), d, o);
-    }
+    hn::StoreU(p, d, s + j * n);
   }
-  thread_local std::vector<T> ms, sums;
-  ms.resize(static_cast<std::size_t>(n));
-  sums.resize(static_cast<std::size_t>(n));
-  hn::StoreU(m, d, ms.data());
-  hn::StoreU(sum, d, sums.data());
+  T* o = Sized(acc, hd * n).data();
+  std::fill(acc.begin(), acc.end(), T(0));
+  AccumulateAll(d, s, n, hd, At(a.v, b, 0, g), a.v.seq_stride, keys, T(1), o);
+  T* ms = Sized(lanes, 2 * n).data();
+  hn::StoreU(m, d, ms);
+  hn::StoreU(sum, d, ms + n);
   for (std::int64_t l = 0; l < valid; ++l) {
-    const auto ul = static_cast<std::size_t>(l);
-    T* o = At(a.out, b, i0 + l, h);
-    for (std::int64_t e = 0; e < hd; ++e) o[e] = acc[static_cast<std::size_t>(e * n + l)] / sums[ul];
-    a.lse[(b * sh.heads + h) * sh.seq + i0 + l] = ms[ul] + std::log(sums[ul]);
+    T* out = At(a.out, b, i0 + l, h);
+    for (std::int64_t e = 0; e < hd; ++e) out[e] = o[e * n + l] / ms[n + l];
+    a.lse[(b * sh.heads + h) * sh.seq + i0 + l] = ms[l] + std::log(ms[n + l]);
   }
 }
 
@@ -152,35 +201,32 @@ void QueryTask(const AttentionBackward<T>& a, const T* delta, std::int64_t b, st
   const AttentionShape& sh = a.shape;
   const std::int64_t hd = sh.head_dim, g = h / (sh.heads / sh.kv_heads);
   const std::int64_t valid = std::min(n, sh.seq - i0), keys = i0 + valid;
-  thread_local std::vector<T> qt, dot, acc, lane_lse, lane_delta;
-  qt.resize(static_cast<std::size_t>(hd * n));
-  dot.resize(static_cast<std::size_t>(hd * n));
-  acc.assign(static_cast<std::size_t>(hd * n), T(0));
-  lane_lse.resize(static_cast<std::size_t>(n));
-  lane_delta.resize(static_cast<std::size_t>(n));
-  LoadTile(a.q, b, h, i0, valid, hd, n, a.scale, qt.data());
-  LoadTile(a.dout, b, h, i0, valid, hd, n, T(1), dot.data());
+  thread_local std::vector<T> qt, dot, acc, s_buf, dp_buf, lanes;
+  LoadTile(a.q, b, h, i0, valid, hd, n, a.scale, Sized(qt, hd * n).data());
+  LoadTile(a.dout, b, h, i0, valid, hd, n, T(1), Sized(dot, hd * n).data());
+  T* ld = Sized(lanes, 2 * n).data();
   const std::int64_t row = (b * sh.heads + h) * sh.seq + i0;
   for (std::int64_t l = 0; l < n; ++l) {
-    lane_lse[static_cast<std::size_t>(l)] = a.lse[row + std::min(l, valid - 1)];
-    lane_delta[static_cast<std::size_t>(l)] = delta[row + std::min(l, valid - 1)];
+    ld[l] = a.lse[row + std::min(l, valid - 1)];
+    ld[n + l] = delta[row + std::min(l, valid - 1)];
   }
-  const auto lse = hn::LoadU(d, lane_lse.data());
-  const auto dl = hn::LoadU(d, lane_delta.data());
-  for (std::int64_t j = 0; j < keys; ++j) {
-    const T* k = At(a.k, b, j, g);
-    auto p = Weight(d, hn::Sub(Score(d, qt.data(), k, hd, n), lse));
+  T* s = Sized(s_buf, keys * n).data();
+  T* dp = Sized(dp_buf, keys * n).data();
+  SweepAll(d, qt.data(), n, hd, At(a.k, b, 0, g), a.k.seq_stride, keys, T(1), s);
+  SweepAll(d, dot.data(), n, hd, At(a.v, b, 0, g), a.v.seq_stride, keys, T(1), dp);
+  const auto lse = hn::LoadU(d, ld);
+  const auto dl = hn::LoadU(d, ld + n);
+  for (std::int64_t j = 0; j < keys; ++j) {  // dS_ij, into s
+    auto p = Weight(d, hn::Sub(hn::LoadU(d, s + j * n), lse));
     if (j > i0) p = ZeroWhere(d, p, i0, j, false);
-    const auto dp = Score(d, dot.data(), At(a.v, b, j, g), hd, n);
-    const auto ds = hn::Mul(p, hn::Sub(dp, dl));
-    for (std::int64_t e = 0; e < hd; ++e) {
-      T* q = acc.data() + e * n;
-      hn::StoreU(hn::Add(hn::LoadU(d, q), hn::Mul(ds, hn::Set(d, k[e]))), d, q);
-    }
+    hn::StoreU(hn::Mul(p, hn::Sub(hn::LoadU(d, dp + j * n), dl)), d, s + j * n);
   }
+  T* dq_t = Sized(acc, hd * n).data();
+  std::fill(acc.begin(), acc.end(), T(0));
+  AccumulateAll(d, s, n, hd, At(a.k, b, 0, g), a.k.seq_stride, keys, T(1), dq_t);
   for (std::int64_t l = 0; l < valid; ++l) {
     T* dq = At(a.dq, b, i0 + l, h);
-    for (std::int64_t e = 0; e < hd; ++e) dq[e] = acc[static_cast<std::size_t>(e * n + l)] * a.scale;
+    for (std::int64_t e = 0; e < hd; ++e) dq[e] = dq_t[e * n + l] * a.scale;
   }
 }
 
@@ -193,46 +239,37 @@ void KeyTask(const AttentionBackward<T>& a, const T* delta, std::int64_t b, std:
   const std::int64_t n = static_cast<std::int64_t>(hn::Lanes(d));
   const AttentionShape& sh = a.shape;
   const std::int64_t hd = sh.head_dim, group = sh.heads / sh.kv_heads;
-  const std::int64_t valid = std::min(n, sh.seq - j0);
-  thread_local std::vector<T> kt, vt, dk, dv, qs;
-  kt.resize(static_cast<std::size_t>(hd * n));
-  vt.resize(static_cast<std::size_t>(hd * n));
-  dk.assign(static_cast<std::size_t>(hd * n), T(0));
-  dv.assign(static_cast<std::size_t>(hd * n), T(0));
-  qs.resize(static_cast<std::size_t>(hd));
-  LoadTile(a.k, b, g, j0, valid, hd, n, T(1), kt.data());
-  LoadTile(a.v, b, g, j0, valid, hd, n, T(1), vt.data());
+  const std::int64_t valid = std::min(n, sh.seq - j0), queries = sh.seq - j0;
+  thread_local std::vector<T> kt, vt, dk, dv, s_buf, dp_buf;
+  LoadTile(a.k, b, g, j0, valid, hd, n, T(1), Sized(kt, hd * n).data());
+  LoadTile(a.v, b, g, j0, valid, hd, n, T(1), Sized(vt, hd * n).data());
+  T* dk_t = Sized(dk, hd * n).data();
+  T* dv_t = Sized(dv, hd * n).data();
+  std::fill(dk.begin(), dk.end(), T(0));
+  std::fill(dv.begin(), dv.end(), T(0));
+  T* s = Sized(s_buf, queries * n).data();
+  T* dp = Sized(dp_buf, queries * n).data();
   for (std::int64_t h = g * group; h < (g + 1) * group; ++h) {
-    const T* lse = a.lse + (b * sh.heads + h) * sh.seq;
-    const T* dl = delta + (b * sh.heads + h) * sh.seq;
-    for (std::int64_t i = j0; i < sh.seq; ++i) {
-      const T* q = At(a.q, b, i, h);
-      const T* dout = At(a.dout, b, i, h);
-      for (std::int64_t e = 0; e < hd; ++e) qs[static_cast<std::size_t>(e)] = q[e] * a.scale;
-      // The same score as Score's (scaled q times k, in order of e), with the lanes the other way.
-      auto s = hn::Mul(hn::Set(d, qs[0]), hn::LoadU(d, kt.data()));
-      for (std::int64_t e = 1; e < hd; ++e)
-        s = hn::Add(s, hn::Mul(hn::Set(d, qs[static_cast<std::size_t>(e)]), hn::LoadU(d, kt.data() + e * n)));
-      auto p = Weight(d, hn::Sub(s, hn::Set(d, lse[i])));
-      if (i < j0 + n - 1) p = ZeroWhere(d, p, j0, i, true);
-      auto dp = hn::Mul(hn::Set(d, dout[0]), hn::LoadU(d, vt.data()));
-      for (std::int64_t e = 1; e < hd; ++e)
-        dp = hn::Add(dp, hn::Mul(hn::Set(d, dout[e]), hn::LoadU(d, vt.data() + e * n)));
-      const auto ds = hn::Mul(p, hn::Sub(dp, hn::Set(d, dl[i])));
-      for (std::int64_t e = 0; e < hd; ++e) {
-        T* kp = dk.data() + e * n;
-        T* vp = dv.data() + e * n;
-        hn::StoreU(hn::Add(hn::LoadU(d, kp), hn::Mul(ds, hn::Set(d, qs[static_cast<std::size_t>(e)]))), d, kp);
-        hn::StoreU(hn::Add(hn::LoadU(d, vp), hn::Mul(p, hn::Set(d, dout[e]))), d, vp);
-      }
+    const T* lse = a.lse + (b * sh.heads + h) * sh.seq + j0;
+    const T* dl = delta + (b * sh.heads + h) * sh.seq + j0;
+    // The same scores as the forward pass's (q times scale, then times k, in order of e).
+    SweepAll(d, kt.data(), n, hd, At(a.q, b, j0, h), a.q.seq_stride, queries, a.scale, s);
+    SweepAll(d, vt.data(), n, hd, At(a.dout, b, j0, h), a.dout.seq_stride, queries, T(1), dp);
+    for (std::int64_t r = 0; r < queries; ++r) {  // p into s, dS into dp
+      auto p = Weight(d, hn::Sub(hn::LoadU(d, s + r * n), hn::Set(d, lse[r])));
+      if (r < n - 1) p = ZeroWhere(d, p, j0, j0 + r, true);
+      hn::StoreU(p, d, s + r * n);
+      hn::StoreU(hn::Mul(p, hn::Sub(hn::LoadU(d, dp + r * n), hn::Set(d, dl[r]))), d, dp + r * n);
     }
+    AccumulateAll(d, s, n, hd, At(a.dout, b, j0, h), a.dout.seq_stride, queries, T(1), dv_t);
+    AccumulateAll(d, dp, n, hd, At(a.q, b, j0, h), a.q.seq_stride, queries, a.scale, dk_t);
   }
   for (std::int64_t l = 0; l < valid; ++l) {
     T* k = At(a.dk, b, j0 + l, g);
     T* v = At(a.dv, b, j0 + l, g);
     for (std::int64_t e = 0; e < hd; ++e) {
-      k[e] = dk[static_cast<std::size_t>(e * n + l)];
-      v[e] = dv[static_cast<std::size_t>(e * n + l)];
+      k[e] = dk_t[e * n + l];
+      v[e] = dv_t[e * n + l];
     }
   }
 }
