@@ -122,19 +122,27 @@ def _trained_context(path):
     return int.from_bytes(head[5 + n + 8:5 + n + 12], "little")
 
 
-def _float32_copy(path, out_dir):
-    """finetune reads float32 (version 1) files: a version-2 model is widened (exactly) first."""
-    from .pretrain import to_float32_bytes
-    with open(path, "rb") as f:
-        data = f.read()
-    if data[0] == 1:
-        return path
-    dst = os.path.join(out_dir, os.path.basename(path).replace(".bin", "") + "_f32.bin")
-    if not os.path.exists(dst):
-        with open(dst + ".tmp", "wb") as f:
-            f.write(to_float32_bytes(data))
-        os.replace(dst + ".tmp", dst)
-    return dst
+# Tokens/s measured on this machine (2 cores, --threads 2; docs/finetune.md, "Speed"), for --plan's
+# estimate: training (finetune's step, fused attention) by (model, ctx), and evaluation (posenc
+# eval's protocol by the C++ code, --max-tokens 8192) by (model, ctx). A finished run's own
+# measurement replaces the estimate.
+_TRAIN_RATES = {}
+_EVAL_RATES = {}
+_START_SECONDS = 3.0  # interpreter, torch and the model, per run
+
+
+def estimate_seconds(r, a):
+    """(training, evaluation) seconds of run r at the measured rates, or None without a rate."""
+    every = reduce(math.gcd, a.steps)
+    points = a.steps[-1] // every + 1
+    train = _TRAIN_RATES.get((r["model"], r["ctx"]))
+    evals = [_EVAL_RATES.get((r["model"], k * r["L"])) for k in (1, 2, 4, 8)]
+    if train is None or None in evals:
+        return None
+    tokens = a.steps[-1] * r["batch"] * r["ctx"]
+    ev = sum(points * (a.max_tokens // (k * r["L"])) * k * r["L"] / rate
+             for k, rate in zip((1, 2, 4, 8), evals))
+    return tokens / train, ev
 
 
 def _texts(a, out):
@@ -182,8 +190,7 @@ def run_plan(a, out):
 
 def run_one(r, out):
     os.makedirs(os.path.dirname(r["json"]), exist_ok=True)
-    model = _float32_copy(r["source"], os.path.dirname(r["json"]))
-    cmd = [sys.executable, "-m", "posenc.finetune", "--model", model, "-o", r["bin"], *r["args"]]
+    cmd = [sys.executable, "-m", "posenc.finetune", "--model", r["source"], "-o", r["bin"], *r["args"]]
     log = r["json"].replace(".json", ".log")
     t0 = time.monotonic()
     with open(log, "w") as lf:
@@ -301,12 +308,26 @@ def main(argv=None):
     if a.plan:
         every = reduce(math.gcd, a.steps)
         points = a.steps[-1] // every + 1
+        total, known = 0.0, True
         for r in runs:
             train = a.steps[-1] * r["batch"] * r["ctx"]
             ev = points * sum((a.max_tokens // (k * r["L"])) * k * r["L"] for k in (1, 2, 4, 8))
+            if os.path.exists(r["json"]):
+                with open(r["json"]) as f:
+                    seconds = json.load(f)["grid"]["wall_seconds"]
+                when = f"done in {seconds / 60:.1f} min"
+            else:
+                est = estimate_seconds(r, a)
+                seconds = None if est is None else est[0] + est[1] + _START_SECONDS
+                when = ("no measured rate for this shape" if est is None else
+                        f"about {seconds / 60:.1f} min ({est[0] / 60:.1f} training, {est[1] / 60:.1f} evaluating)")
+            known = known and seconds is not None
+            total += seconds or 0.0
             print(f"{r['model']} {r['method']}: ctx {r['ctx']} x batch {r['batch']}, {a.steps[-1]} steps: "
-                  f"{train} tokens trained, {ev} tokens evaluated ({points} evaluations)"
-                  + (" (done)" if os.path.exists(r["json"]) else ""))
+                  f"{train} tokens trained, {ev} tokens evaluated ({points} evaluations); {when}")
+        print(f"whole grid: about {total / 3600:.2f} h" + ("" if known else " (runs without a rate not counted)")
+              + (f"; the rates are for --threads 2, this is --threads {a.threads}" if a.threads != 2 else "")
+              + "; at the rates measured on an idle 2-core machine (docs/finetune.md, Speed)")
         return 0
     t0 = time.monotonic()
     for i, r in enumerate(runs):
