@@ -281,9 +281,10 @@ std::int64_t Lanes() {
 
 void Run(int threads, std::int64_t tasks, const std::function<void(std::int64_t)>& task) {
   posenc::detail::ThreadPool::shared(threads).run(threads, tasks,
-                                                   [&](std::int64_t begin, std::int64_t end) {
-                                                     for (std::int64_t t = begin; t < end; ++t) task(t);
-                                                   });
+                                                  [&](std::int64_t begin, std::int64_t end) {
+                                                    for (std::int64_t t = begin; t < end; ++t)
+                                                      task(t);
+                                                  });
 }
 
 template <class T>
@@ -369,8 +370,8 @@ void forward_impl(const AttentionForward<T>& a, int threads) {
 template <class T>
 void backward_impl(const AttentionBackward<T>& a, int threads) {
   check_shape(a.shape, threads,
-              a.q.data && a.k.data && a.v.data && a.out.data && a.dout.data && a.lse &&
-                  a.dq.data && a.dk.data && a.dv.data);
+              a.q.data && a.k.data && a.v.data && a.out.data && a.dout.data && a.lse && a.dq.data &&
+                  a.dk.data && a.dv.data);
   if constexpr (sizeof(T) == 4) {
     HWY_DYNAMIC_DISPATCH(detail::BackwardF32)(a, run_threads(threads));
   } else {
@@ -393,7 +394,8 @@ void causal_attention_backward(const AttentionBackward<double>& a, int threads) 
   backward_impl(a, threads);
 }
 std::int64_t causal_attention_tile(bool float64) {
-  return float64 ? HWY_DYNAMIC_DISPATCH(detail::TileF64)() : HWY_DYNAMIC_DISPATCH(detail::TileF32)();
+  return float64 ? HWY_DYNAMIC_DISPATCH(detail::TileF64)()
+                 : HWY_DYNAMIC_DISPATCH(detail::TileF32)();
 }
 
 }  // namespace posenc::llama

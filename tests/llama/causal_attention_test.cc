@@ -69,7 +69,7 @@ struct Outputs {
 // posenc's forward and backward in T on the case's inputs, widened to double.
 template <class T>
 Outputs RunAttention(const Case& c, const std::vector<double>& q, const std::vector<double>& k,
-            const std::vector<double>& v, const std::vector<double>& dout, int threads) {
+                     const std::vector<double>& v, const std::vector<double>& dout, int threads) {
   const AttentionShape shape{c.batch, c.seq, c.heads, c.kv_heads, c.head_dim};
   std::vector<T> qt = As<T>(q), kt = As<T>(k), vt = As<T>(v), dot = As<T>(dout);
   std::vector<T> out(q.size()), lse(static_cast<std::size_t>(c.batch * c.heads * c.seq));
