@@ -10,7 +10,7 @@
 //   io/        models in: model.h (load_model: config.json or GGUF), config.h, gguf.h, presets.h,
 //              extend.h (--scaling), npy.h, vision_config.h
 //   analysis/  engines.h (transformers, llama.cpp, vLLM side by side), doctor.h, verify.h, pairs.h
-//   llama/     llama.h (the stories260K model), perplexity.h
+//   llama/     llama.h (the stories260K model), perplexity.h, attention.h (fused, for training)
 //   report/    svg.h, figures.h, report.h (the HTML page), json.h (the --json of inspect,
 //              compare and doctor)
 #pragma once
@@ -38,6 +38,7 @@
 #include "posenc/io/npy.h"
 #include "posenc/io/presets.h"
 #include "posenc/io/vision_config.h"
+#include "posenc/llama/attention.h"
 #include "posenc/llama/llama.h"
 #include "posenc/llama/perplexity.h"
 #include "posenc/report/figures.h"

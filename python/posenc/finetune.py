@@ -4,7 +4,8 @@ scaling method (the YaRN paper's recipe), and write the result as a model `posen
 
     python3 -m posenc.finetune --model M.bin --train TEXT [TEXT ...] --ctx N --method METHOD
         [--factor S] [--attention-factor A] --steps K --batch B --lr LR --warmup W --seed SEED
-        -o OUT.bin [--eval TEXT --eval-ctx N,N,... --eval-every K] [--threads T] [--json]
+        -o OUT.bin [--eval TEXT --eval-ctx N,N,... --eval-every K] [--threads T]
+        [--attention fused|torch] [--json]
 
 AdamW (betas 0.9, 0.95, no weight decay), learning rate warmed up linearly over W steps then
 constant, gradients clipped to norm 1; each step trains on B windows of N tokens drawn from the
@@ -101,6 +102,9 @@ def parser():
     p.add_argument("--seed", type=int, default=0, help="seed of the windows (default 0)")
     p.add_argument("--threads", type=_positive_int("--threads"), default=1,
                    help="torch threads (torch.set_num_threads; default 1)")
+    p.add_argument("--attention", choices=["fused", "torch"], default="fused",
+                   help="posenc's fused causal attention (default) or torch's matmul and softmax "
+                        "(the reference; slower, more memory)")
     p.add_argument("-o", "--output", required=True, metavar="OUT.bin",
                    help="the fine-tuned model; its RoPE goes to OUT.json beside it")
     p.add_argument("--eval", metavar="TEXT", help="evaluate on this text with posenc eval's protocol")
@@ -156,6 +160,7 @@ def run(args, log=sys.stderr):
         model = Llama.load(args.model)
     except (ValueError, OSError) as e:
         raise Refusal(f"--model: {e}") from None
+    model.attention = args.attention
     L = model.cfg.seq_len
     factor = args.factor
     try:

@@ -2,7 +2,7 @@
 
     python3 -m posenc.finetune_grid --out DIR [--models stories260K,austen-128d]
         [--methods none,linear,ntk,yarn,yarn-paper,control] [--steps 25,50,100,200,400]
-        [--tokens-per-step 2048] [--lr 5e-4] [--warmup 20] [--seed 1] [--threads 2]
+        [--tokens-per-step 2048] [--lr 5e-4] [--warmup 20] [--seed 1] [--threads 1] [--jobs 2]
         [--max-tokens 8192] [--quick] [--plan]
 
 For each model (trained context L) and method, `python3 -m posenc.finetune` fine-tunes at 4L on
@@ -11,10 +11,14 @@ every run sees the same tokens per step), and evaluates on Pride and Prejudice w
 protocol at L, 2L, 4L and 8L (with the run's RoPE: factor 4 for the scaled methods) at step 0 and
 every --eval-every steps (the greatest common divisor of --steps) up to the last. Each run writes
 DIR/MODEL/METHOD.json (finetune's --json) and its model; a run whose JSON exists is skipped
-(resumable). Then DIR/results.json, DIR/MODEL.svg (perplexity against steps, one panel per
-context) and DIR/tables.md (the tables of docs/finetune.md).
+(resumable). --jobs runs go at once (each on --threads threads): the runs are independent, so
+two one-thread runs use two cores fully, where one two-thread run spends much of a second core
+waiting and spinning (docs/finetune.md, "Speed"). Then DIR/results.json, DIR/MODEL.svg
+(perplexity against steps, one panel per context) and DIR/tables.md (the tables of
+docs/finetune.md).
 """
 import argparse
+import concurrent.futures
 import json
 import math
 import os
@@ -72,7 +76,8 @@ def parse_args(argv):
     p.add_argument("--lr", type=float, default=5e-4)
     p.add_argument("--warmup", type=int, default=20)
     p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--threads", type=int, default=1, help="threads per run (finetune --threads)")
+    p.add_argument("--jobs", type=int, default=2, help="runs at once (default 2: one per core)")
     p.add_argument("--max-tokens", type=int, default=8192,
                    help="evaluation tokens per context (posenc eval --max-tokens)")
     p.add_argument("--shared", default=None, help="the shared directory (default: ../shared of the repository)")
@@ -104,7 +109,7 @@ def parse_args(argv):
     a.steps = _int_list("--steps", a.steps)
     if a.base_context is not None and a.base_context < 2:
         _die(f"--base-context ({a.base_context}) must be at least 2")
-    for flag in ("tokens_per_step", "threads", "max_tokens"):
+    for flag in ("tokens_per_step", "threads", "jobs", "max_tokens"):
         if getattr(a, flag) < 1:
             _die(f"--{flag.replace('_', '-')} ({getattr(a, flag)}) must be at least 1")
     if a.warmup < 0 or a.warmup > a.steps[-1]:
@@ -122,19 +127,31 @@ def _trained_context(path):
     return int.from_bytes(head[5 + n + 8:5 + n + 12], "little")
 
 
-def _float32_copy(path, out_dir):
-    """finetune reads float32 (version 1) files: a version-2 model is widened (exactly) first."""
-    from .pretrain import to_float32_bytes
-    with open(path, "rb") as f:
-        data = f.read()
-    if data[0] == 1:
-        return path
-    dst = os.path.join(out_dir, os.path.basename(path).replace(".bin", "") + "_f32.bin")
-    if not os.path.exists(dst):
-        with open(dst + ".tmp", "wb") as f:
-            f.write(to_float32_bytes(data))
-        os.replace(dst + ".tmp", dst)
-    return dst
+# Tokens/s measured on this machine (2 cores shared with other jobs, load 4.9-9.3; one thread;
+# docs/finetune.md, "Speed"; medians of 5), for --plan's estimate: training (finetune's step,
+# fused attention, at the grid's ctx x batch) by (model, ctx), and evaluation (posenc eval's
+# protocol by the C++ code, --max-tokens 8192) by (model, ctx). A finished run's own time
+# replaces the estimate.
+_TRAIN_RATES = {("stories260K", 2048): 3342, ("stories260K", 512): 6100,
+                ("austen-128d", 1024): 2409, ("austen-128d", 256): 5713}
+_EVAL_RATES = {("stories260K", 512): 49256, ("stories260K", 1024): 41723, ("stories260K", 2048): 27513,
+               ("stories260K", 4096): 15333, ("austen-128d", 256): 46305, ("austen-128d", 512): 41436,
+               ("austen-128d", 1024): 30931, ("austen-128d", 2048): 22977}
+_START_SECONDS = 3.0  # interpreter, torch and the model, per run
+
+
+def estimate_seconds(r, a):
+    """(training, evaluation) seconds of run r at the measured rates, or None without a rate."""
+    every = reduce(math.gcd, a.steps)
+    points = a.steps[-1] // every + 1
+    train = _TRAIN_RATES.get((r["model"], r["ctx"]))
+    evals = [_EVAL_RATES.get((r["model"], k * r["L"])) for k in (1, 2, 4, 8)]
+    if train is None or None in evals:
+        return None
+    tokens = a.steps[-1] * r["batch"] * r["ctx"]
+    ev = sum(points * (a.max_tokens // (k * r["L"])) * k * r["L"] / rate
+             for k, rate in zip((1, 2, 4, 8), evals))
+    return tokens / train, ev
 
 
 def _texts(a, out):
@@ -182,8 +199,7 @@ def run_plan(a, out):
 
 def run_one(r, out):
     os.makedirs(os.path.dirname(r["json"]), exist_ok=True)
-    model = _float32_copy(r["source"], os.path.dirname(r["json"]))
-    cmd = [sys.executable, "-m", "posenc.finetune", "--model", model, "-o", r["bin"], *r["args"]]
+    cmd = [sys.executable, "-m", "posenc.finetune", "--model", r["source"], "-o", r["bin"], *r["args"]]
     log = r["json"].replace(".json", ".log")
     t0 = time.monotonic()
     with open(log, "w") as lf:
@@ -301,27 +317,55 @@ def main(argv=None):
     if a.plan:
         every = reduce(math.gcd, a.steps)
         points = a.steps[-1] // every + 1
+        total, known, durations = 0.0, True, []
         for r in runs:
             train = a.steps[-1] * r["batch"] * r["ctx"]
             ev = points * sum((a.max_tokens // (k * r["L"])) * k * r["L"] for k in (1, 2, 4, 8))
+            if os.path.exists(r["json"]):
+                with open(r["json"]) as f:
+                    seconds = json.load(f)["grid"]["wall_seconds"]
+                when = f"done in {seconds / 60:.1f} min"
+            else:
+                est = estimate_seconds(r, a)
+                seconds = None if est is None else est[0] + est[1] + _START_SECONDS
+                when = ("no measured rate for this shape" if est is None else
+                        f"about {seconds / 60:.1f} min ({est[0] / 60:.1f} training, {est[1] / 60:.1f} evaluating)")
+            known = known and seconds is not None
+            total += seconds or 0.0
+            if not os.path.exists(r["json"]):
+                durations.append(seconds or 0.0)
             print(f"{r['model']} {r['method']}: ctx {r['ctx']} x batch {r['batch']}, {a.steps[-1]} steps: "
-                  f"{train} tokens trained, {ev} tokens evaluated ({points} evaluations)"
-                  + (" (done)" if os.path.exists(r["json"]) else ""))
+                  f"{train} tokens trained, {ev} tokens evaluated ({points} evaluations); {when}")
+        workers = [0.0] * a.jobs  # the runs left, in order, each to the first free job
+        for d in durations:
+            workers[workers.index(min(workers))] += d
+        print(f"whole grid: {total / 3600:.2f} h of runs" + ("" if known else " (runs without a rate not counted)")
+              + f"; what is left takes about {max(workers) / 3600:.2f} h with --jobs {a.jobs}"
+              + (f" (the rates are for --threads 1, this is --threads {a.threads})" if a.threads != 1 else "")
+              + "; rates measured on this machine, docs/finetune.md \"Speed\"")
         return 0
     t0 = time.monotonic()
-    for i, r in enumerate(runs):
-        if os.path.exists(r["json"]):
-            print(f"[{i + 1}/{len(runs)}] {r['model']} {r['method']}: done already, skipped", file=sys.stderr)
-            continue
+
+    def one(i, r):
         print(f"[{i + 1}/{len(runs)}] {r['model']} {r['method']}: ctx {r['ctx']} x batch {r['batch']} ...",
               file=sys.stderr, flush=True)
         s = run_one(r, out)
         print(f"[{i + 1}/{len(runs)}] {r['model']} {r['method']}: {s['grid']['wall_seconds']:.0f} s, "
               f"{s['tokens_per_second']:,.0f} tokens/s training, loss {s['first_loss']:.3f} -> "
               f"{s['final_loss']:.3f}", file=sys.stderr, flush=True)
+
+    with concurrent.futures.ThreadPoolExecutor(a.jobs) as pool:
+        futures = []
+        for i, r in enumerate(runs):
+            if os.path.exists(r["json"]):
+                print(f"[{i + 1}/{len(runs)}] {r['model']} {r['method']}: done already, skipped", file=sys.stderr)
+            else:
+                futures.append(pool.submit(one, i, r))
+        for f in futures:
+            f.result()  # a failed run's _die (SystemExit) surfaces here
     res = collect(runs, a.steps)
     meta = {"steps": a.steps, "tokens_per_step": a.tokens_per_step, "lr": a.lr, "warmup": a.warmup,
-            "seed": a.seed, "threads": a.threads, "max_tokens": a.max_tokens, "quick": a.quick,
+            "seed": a.seed, "threads": a.threads, "jobs": a.jobs, "max_tokens": a.max_tokens, "quick": a.quick,
             "seconds_this_invocation": time.monotonic() - t0,
             "loadavg": open("/proc/loadavg").read().split()[:3] if os.path.exists("/proc/loadavg") else None}
     with open(os.path.join(out, "results.json"), "w") as f:

@@ -153,6 +153,45 @@ def _attention(q, k, v, scale):
     return out[0] if len(out) == 1 else torch.cat(out, dim=2)
 
 
+class _CausalAttention(torch.autograd.Function):
+    """posenc's fused causal attention (include/posenc/llama/attention.h) with its backward pass:
+    q [B, S, H, hd], k and v [B, S, KV, hd] (query head h reads kv head h // (H / KV)), float32
+    or float64, head dim contiguous; returns [B, S, H, hd]. Saved for backward: q, k, v, the
+    output and the log-sum-exp per query [B, H, S]; no S x S tensor is stored or formed."""
+
+    @staticmethod
+    def forward(ctx, q, k, v, scale, threads):
+        q, k, v = (t if t.stride(-1) == 1 else t.contiguous() for t in (q, k, v))
+        b, s, h, _ = q.shape
+        out = torch.empty(q.shape, dtype=q.dtype)
+        lse = torch.empty((b, h, s), dtype=q.dtype)
+        _posenc._causal_attention(q, k, v, out, lse, float(scale), threads)
+        ctx.save_for_backward(q, k, v, out, lse)
+        ctx.scale, ctx.threads = float(scale), threads
+        return out
+
+    @staticmethod
+    def backward(ctx, dout):
+        q, k, v, out, lse = ctx.saved_tensors
+        dout = dout if dout.stride(-1) == 1 else dout.contiguous()
+        dq = torch.empty(q.shape, dtype=q.dtype)
+        dk = torch.empty(k.shape, dtype=k.dtype)
+        dv = torch.empty(v.shape, dtype=v.dtype)
+        _posenc._causal_attention_backward(q, k, v, out, dout, lse, dq, dk, dv, ctx.scale, ctx.threads)
+        return dq, dk, dv, None, None
+
+
+def causal_attention(q, k, v, scale, threads=None):
+    """Causal softmax(q k^T * scale) v by posenc's fused kernel, through autograd: q [B, S, H, hd],
+    k and v [B, S, KV, hd] with KV dividing H (grouped-query attention: head h reads kv head
+    h // (H / KV)), float32 or float64; returns [B, S, H, hd]. threads: default torch's
+    (torch.get_num_threads()); the result is the same bits on any number of threads."""
+    return _CausalAttention.apply(q, k, v, scale, torch.get_num_threads() if threads is None else threads)
+
+
+_ATTENTION = ("fused", "torch")
+
+
 class _Block(torch.nn.Module):
     def __init__(self, cfg):
         super().__init__()
@@ -167,13 +206,18 @@ class _Block(torch.nn.Module):
         self.w2 = torch.nn.Linear(cfg.hidden_dim, h, bias=False)  # down
         self.w3 = torch.nn.Linear(h, cfg.hidden_dim, bias=False)  # up
 
-    def forward(self, x, cfg, positions, rope, scale, threads):
+    def forward(self, x, cfg, positions, rope, scale, threads, attention):
         b, s, _ = x.shape
         hn = _rmsnorm(x, self.attention_norm)
         q = self.wq(hn).view(b, s, cfg.n_heads, cfg.head_dim)
         k = self.wk(hn).view(b, s, cfg.n_kv_heads, cfg.head_dim)
         v = self.wv(hn).view(b, s, cfg.n_kv_heads, cfg.head_dim)
         q, k = apply_rope(q, k, positions, rope, seq_dim=1, threads=threads)
+        if attention == "fused":
+            a = causal_attention(q, k, v, scale)
+            x = x + self.wo(a.reshape(b, s, cfg.dim))
+            hn = _rmsnorm(x, self.ffn_norm)
+            return x + self.w2(F.silu(self.w1(hn)) * self.w3(hn))
         group = cfg.n_heads // cfg.n_kv_heads
         q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
         if group > 1:  # query head h reads key/value head h // group, as the C++ pass does
@@ -204,6 +248,9 @@ class Llama(torch.nn.Module):
         self.norm = torch.nn.Parameter(torch.ones(cfg.dim))
         self.output = None if cfg.tied_output else torch.nn.Linear(cfg.dim, cfg.vocab_size, bias=False)
         self.threads = 1  # posenc's rotation threads (torch's own: torch.set_num_threads)
+        # "fused": posenc's causal attention kernel (causal_attention; on torch's thread count);
+        # "torch": torch's matmul and softmax by query blocks (_attention), the tests' reference.
+        self.attention = "fused"
         for name, p in self.named_parameters():
             if p.dim() == 2:
                 std = 0.02 / math.sqrt(2 * cfg.n_layers) if name.endswith(("wo.weight", "w2.weight")) else 0.02
@@ -275,10 +322,12 @@ class Llama(torch.nn.Module):
         n = int(positions.max()) + 1 if positions.numel() else 1
         if positions.numel() and int(positions.min()) < 0:
             raise ValueError(f"positions: must not be negative, got {int(positions.min())}")
+        if self.attention not in _ATTENTION:
+            raise ValueError(f"attention ({self.attention!r}) must be one of {', '.join(_ATTENTION)}")
         table, scale = self._rope_for(n)
         x = self.tok_embeddings(tokens)
         for layer in self.layers:
-            x = layer(x, self.cfg, positions, table, scale, self.threads)
+            x = layer(x, self.cfg, positions, table, scale, self.threads, self.attention)
         x = _rmsnorm(x, self.norm)
         logits = x @ self.tok_embeddings.weight.t() if self.output is None else self.output(x)
         return logits[0] if squeeze else logits

@@ -52,6 +52,8 @@ def parse_args(argv):
     p.add_argument("--max-tokens", type=int, default=131072,
                    help="held-out tokens evaluated (windows of --ctx, as posenc eval --max-tokens)")
     p.add_argument("--eval-every", type=int, default=0, help="held-out perplexity every K steps (0: at the end)")
+    p.add_argument("--attention", choices=["fused", "torch"], default="fused",
+                   help="posenc's fused causal attention (default) or torch's (the reference)")
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     a = p.parse_args(argv)
     for name in ("dim", "layers", "heads", "kv_heads", "hidden", "steps", "batch", "threads", "max_tokens"):
@@ -158,6 +160,7 @@ def main(argv=None):
     torch.manual_seed(a.seed)  # Llama(cfg) draws its initial weights from torch's generator
     model = Llama(cfg, tokenizer=tok)
     model.threads = 1
+    model.attention = a.attention
     opt = torch.optim.AdamW(model.parameters(), lr=a.lr, betas=(0.9, 0.95), weight_decay=0.0)
     gen = torch.Generator().manual_seed(a.seed)
     sizes = torch.tensor([len(t) - a.ctx for t in texts], dtype=torch.float64)

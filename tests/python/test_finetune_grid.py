@@ -63,9 +63,23 @@ def test_resumes(grid):
     (["--models", "gpt2"], "unknown model 'gpt2'"),
     (["--models", "stories260K", "--steps", "50,25"], "--steps (50,25) must list increasing positive integers"),
     (["--models", "stories260K", "--warmup", "500"], "--warmup (500) must be in [0, 400]"),
+    (["--models", "stories260K", "--jobs", "0"], "--jobs (0) must be at least 1"),
 ])
 def test_refusals(tmp_path, flags, message):
     p = subprocess.run([sys.executable, "-m", "posenc.finetune_grid", "--out", str(tmp_path), "--plan", *flags],
                        capture_output=True, text=True, timeout=120)
     assert p.returncode == 2
     assert message in p.stderr, p.stderr
+
+
+def test_plan_estimates_the_time(tmp_path):
+    p = subprocess.run([sys.executable, "-m", "posenc.finetune_grid", "--out", str(tmp_path), "--plan"],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    lines = p.stdout.splitlines()
+    assert len(lines) == 13  # 12 runs and the total
+    assert all("min (" in line and "training" in line for line in lines[:12]), p.stdout
+    # 12 runs at the measured rates: under the two hours even one at a time.
+    total = float(lines[-1].split("whole grid: ")[1].split(" h of runs")[0])
+    left = float(lines[-1].split("takes about ")[1].split(" h with --jobs 2")[0])
+    assert 0 < left < total < 2
