@@ -331,7 +331,12 @@ TEST(KvCache, PartialRotaryPackedQkvStridedCacheAndInPlaceKey) {
               c.packed = true;
               c.page_pad = 5;
               c.k_in_place = in_place;
-              if (cache == CacheDType::kFp8E4M3) c.k_scale = 0.5f, c.v_scale = 3.0f;
+              // fp8: a power-of-two scale (the kernel multiplies by its exact reciprocal) and
+              // another (it divides), each on k (the rotated path) and on v (the copy path).
+              if (cache == CacheDType::kFp8E4M3) {
+                c.k_scale = in_place ? 0.5f : 3.0f;
+                c.v_scale = in_place ? 3.0f : 0.5f;
+              }
               CheckCase(c, rng, Name(c) + (in_place ? " k in place" : ""));
             }
           }
