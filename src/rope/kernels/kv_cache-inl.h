@@ -7,12 +7,10 @@
 // rotate-inl.h's, the loops mirror rotate.cc's (two vectors, one vector, then one-lane tails), so
 // every lane gets the same operations as in apply_rope.
 //
-// Compile cost: everything below is inlined into two out-of-line leaves per (dtype, cache dtype)
-// pair, ConvertCopy and RotateKHead (HWY_NOINLINE), and AppendTyped only loops over heads and
-// calls them. With every level inlined into one function per target (commit 793a1da's parent),
-// clang's ASan + UBSan build spent its time in the inliner and in passes that grow faster than
-// the function (CorrelatedValuePropagation, JumpThreading): over 30 minutes for one file.
-// One call per head and leaf costs nothing measurable against a head's 128 elements.
+// Compile cost: ConvertCopy and RotateKHead are out-of-line leaves (HWY_NOINLINE), one per
+// (dtype, cache dtype) pair, and AppendTyped only loops over heads and calls them. What made this
+// kernel slow to build under clang's ASan + UBSan was the EMU128 target (below); out-of-line
+// leaves alone did not help (measured), but they keep each function small.
 
 // Per-target include guard: re-entered once for each HWY_TARGET_TOGGLE.
 #if defined(POSENC_KERNELS_KV_CACHE_INL_H_) == defined(HWY_TARGET_TOGGLE)
