@@ -302,6 +302,8 @@ int rope_append_kv_cache(const Frequencies& freqs, const KvCache& cache, const K
   const auto ks = static_cast<std::int64_t>(dtype_size(args.k.dtype));
   const auto vs = static_cast<std::int64_t>(dtype_size(args.v.dtype));
 
+  const float k_inv = detail::exact_inverse(cache.k_scale);
+  const float v_inv = detail::exact_inverse(cache.v_scale);
   auto body = [&](std::int64_t begin, std::int64_t end) {
     const auto un = static_cast<std::size_t>(n);
     std::vector<float> c(un), s(un), c2(2 * un), s2(2 * un);
@@ -354,6 +356,8 @@ int rope_append_kv_cache(const Frequencies& freqs, const KvCache& cache, const K
       kv.s = rs;
       kv.k_scale = cache.k_scale;
       kv.v_scale = cache.v_scale;
+      kv.k_inv_scale = k_inv;
+      kv.v_inv_scale = v_inv;
       detail::append_token_kv(kv);
     }
   };

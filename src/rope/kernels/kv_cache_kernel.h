@@ -3,6 +3,7 @@
 // (rotate.h's form) and written to the key cache, v converted into the value cache.
 #pragma once
 
+#include <bit>
 #include <cstdint>
 
 #include "posenc/core/spec.h"
@@ -32,9 +33,39 @@ struct TokenKv {
   const float* s = nullptr;
   float k_scale = 1.0f;  // fp8: stored = value / scale
   float v_scale = 1.0f;
+  float k_inv_scale = 0.0f;  // exact_inverse(k_scale): nonzero, the kernel multiplies by it
+  float v_inv_scale = 0.0f;
 };
+
+// The fp8 cache's storage tag (half.h's tags for the others): OCP E4M3 (torch float8_e4m3fn) bits.
+struct Fp8Tag {
+  using Storage = std::uint8_t;
+};
+
+// An fp8 cache's divisor and its exact reciprocal (exact_inverse) or 0, as the kernel takes them.
+struct CacheScale {
+  float scale = 1.0f;
+  float inv = 0.0f;
+};
+
+// 1 / scale when it is exact and a normal float (scale = +-2^k, k in [-126, 126]), else 0. Then
+// v * (1 / scale) is the same real number as v / scale, so both round to the same float
+// (subnormal, overflowing, infinite and NaN results included): the fp8 store may multiply
+// instead of dividing, with bit-identical results. 2^127 is left out (its inverse 2^-127 is
+// subnormal: still exact, but not worth a case), and so are subnormal scales (2^-127 and below:
+// the inverse overflows).
+inline float exact_inverse(float scale) {
+  const std::uint32_t bits = std::bit_cast<std::uint32_t>(scale);
+  const std::uint32_t exp = (bits >> 23) & 0xFFu;
+  if ((bits & 0x7FFFFFu) != 0 || exp < 1 || exp > 253) return 0.0f;  // not 2^k, k in [-126, 126]
+  return std::bit_cast<float>((254u - exp) << 23 | (bits & 0x80000000u));
+}
 
 // Runs on the best SIMD target this CPU supports (or the forced one, targets.h).
 void append_token_kv(const TokenKv& args);
+
+// append_token_kv for an fp8 cache (kv_cache_fp8_kernel.cc, its own translation unit so the two
+// halves compile in parallel); append_token_kv calls it.
+void append_token_kv_fp8(const TokenKv& args);
 
 }  // namespace posenc::detail

@@ -1,0 +1,292 @@
+// src/rope/kernels/kv_cache-inl.h: the fused RoPE + KV-cache kernel's per-target code (internal),
+// shared by kv_cache_kernel.cc (f32, f16, bf16 caches) and kv_cache_fp8_kernel.cc (fp8 E4M3
+// caches). Included once per target after foreach_target.h, like half-inl.h.
+//
+// A rotated k element is rounded to k's dtype first and then converted to the cache dtype, so the
+// cache holds exactly what apply_rope followed by a conversion would give; the rotation itself is
+// rotate-inl.h's, the loops mirror rotate.cc's (two vectors, one vector, then one-lane tails), so
+// every lane gets the same operations as in apply_rope.
+//
+// Compile cost: ConvertCopy and RotateKHead are out-of-line leaves (HWY_NOINLINE), one per
+// (dtype, cache dtype) pair, and AppendTyped only loops over heads and calls them. What made this
+// kernel slow to build under clang's ASan + UBSan was the EMU128 target (below); out-of-line
+// leaves alone did not help (measured), but they keep each function small.
+
+// Per-target include guard: re-entered once for each HWY_TARGET_TOGGLE.
+#if defined(POSENC_KERNELS_KV_CACHE_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef POSENC_KERNELS_KV_CACHE_INL_H_
+#undef POSENC_KERNELS_KV_CACHE_INL_H_
+#else
+#define POSENC_KERNELS_KV_CACHE_INL_H_
+#endif
+
+#include <hwy/highway.h>
+
+#include <cstdint>
+#include <type_traits>
+
+#include "rope/kernels/half-inl.h"
+#include "rope/kernels/kv_cache_kernel.h"
+#include "rope/kernels/rotate-inl.h"
+
+// Full vectors on the SIMD targets; on EMU128 (x86 CPUs without SSSE3, Arm without NEON) and
+// HWY_SCALAR every element takes the one-lane path that tails take everywhere, which gives the
+// same bits (the lane functions are the same; the tests compare every target with apply_rope).
+// Why: Highway emulates EMU128's vectors as lane arrays, and under ASan + UBSan clang spends
+// about 20 times longer on that target's code than on AVX2's (110 s against 5 s of CPU for the
+// fp8 half, measured): the full-vector forms made this one target most of the file's build.
+#undef POSENC_KV_CACHE_FULL_VECTORS
+#define POSENC_KV_CACHE_FULL_VECTORS (HWY_TARGET != HWY_SCALAR && HWY_TARGET != HWY_EMU128)
+
+HWY_BEFORE_NAMESPACE();
+namespace posenc::detail {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+// float32 -> E4M3: saturate |x| to 448 (infinities too), keep NaN (0x7F), round to nearest even:
+// below 2^-6 by adding 2^14 (its float32 ulp is 2^-9, the E4M3 subnormal step) and letting the FPU
+// round; above by torch's fp8e4m3fn_from_fp32_value (re-bias by (7 - 127) << 23, round on the
+// 20 dropped bits).
+template <class D>
+HWY_INLINE void StoreFp8(D d, hn::Vec<D> v, std::uint8_t* p) {
+  const hn::RebindToUnsigned<D> du;
+  const hn::RebindToSigned<D> di;
+  const hn::Rebind<std::uint8_t, D> du8;
+  const auto bits = hn::BitCast(du, v);
+  const auto sign = hn::ShiftRight<24>(hn::And(bits, hn::Set(du, 0x80000000u)));
+  const auto abs_bits = hn::And(bits, hn::Set(du, 0x7FFFFFFFu));
+  const auto ai = hn::BitCast(di, abs_bits);  // non-negative: signed compares are safe
+  const auto is_nan = hn::RebindMask(du, hn::Gt(ai, hn::Set(di, 0x7F800000)));
+  // Saturate with one float min (NaN lanes get 448 on x86, anything elsewhere: replaced below).
+  const auto a = hn::BitCast(du, hn::Min(hn::BitCast(d, abs_bits), hn::Set(d, 448.0f)));
+  const auto small = hn::Sub(hn::BitCast(du, hn::Add(hn::BitCast(d, a), hn::Set(d, 16384.0f))),
+                             hn::Set(du, 141u << 23));
+  const auto odd = hn::And(hn::ShiftRight<20>(a), hn::Set(du, 1u));
+  const auto normal = hn::ShiftRight<20>(hn::Add(hn::Add(a, hn::Set(du, 0xC407FFFFu)), odd));
+  auto mag = hn::IfThenElse(hn::RebindMask(du, hn::Lt(hn::BitCast(di, a), hn::Set(di, 121 << 23))),
+                            small, normal);
+  mag = hn::IfThenElse(is_nan, hn::Set(du, 0x7Fu), mag);
+  hn::StoreU(hn::DemoteTo(du8, hn::BitCast(di, hn::Or(mag, sign))), du8, p);
+}
+
+template <class Tag, class D>
+HWY_INLINE void StoreCache(Tag tag, D d, hn::Vec<D> v, typename Tag::Storage* p, CacheScale) {
+  StoreF32(tag, d, v, p);
+}
+template <class D>
+HWY_INLINE void StoreCache(Fp8Tag, D d, hn::Vec<D> v, std::uint8_t* p, CacheScale sc) {
+  // A power-of-two scale multiplies by its exact reciprocal: the same correctly rounded quotient
+  // as the division (kv_cache_kernel.h), at a fraction of vdivps' throughput cost.
+  StoreFp8(d, sc.inv != 0.0f ? hn::Mul(v, hn::Set(d, sc.inv)) : hn::Div(v, hn::Set(d, sc.scale)),
+           p);
+}
+
+// y rounded to the storage of `tag` and widened back (exact): what apply_rope would have stored.
+template <class Tag, class D>
+HWY_INLINE hn::Vec<D> RoundTo(Tag tag, D d, hn::Vec<D> y) {
+  if constexpr (std::is_same_v<Tag, F32Tag>) {
+    return y;
+  } else {
+    alignas(64) typename Tag::Storage tmp[64];  // >= the lanes of any target's float vector
+    StoreF32(tag, d, y, tmp);
+    return LoadF32(tag, d, tmp);
+  }
+}
+
+// bf16 in registers: half-inl.h's rounding kept in the top 16 bits (y is a rotation result,
+// never a signaling NaN, so Bf16HighBitsOfResult's shorter form gives the same bits).
+template <class D>
+HWY_INLINE hn::Vec<D> RoundTo(BF16Tag, D d, hn::Vec<D> y) {
+  const hn::RebindToUnsigned<D> du;
+  return hn::BitCast(d, hn::And(Bf16HighBitsOfResult(d, y), hn::Set(du, 0xFFFF0000u)));
+}
+
+// Two vectors to 2 * Lanes(d) consecutive cache elements (half-inl.h's StoreF32x2 packs bf16).
+template <class Tag, class D>
+HWY_INLINE void StoreCache2(Tag tag, D d, hn::Vec<D> v0, hn::Vec<D> v1, typename Tag::Storage* p,
+                            CacheScale) {
+  StoreF32x2(tag, d, v0, v1, p);
+}
+template <class D>
+HWY_INLINE void StoreCache2(Fp8Tag tag, D d, hn::Vec<D> v0, hn::Vec<D> v1, std::uint8_t* p,
+                            CacheScale sc) {
+  StoreCache(tag, d, v0, p, sc);
+  StoreCache(tag, d, v1, p + hn::Lanes(d), sc);
+}
+
+// One rotated k vector of dims [j, j + lanes) of the rotated range.
+template <class KTag, class CTag, class D>
+HWY_INLINE void EmitK(KTag ktag, CTag ctag, D d, hn::Vec<D> y, typename KTag::Storage* back,
+                      typename CTag::Storage* cache, CacheScale scale) {
+  if (back) StoreF32(ktag, d, y, back);
+  if constexpr (std::is_same_v<KTag, CTag>) {
+    StoreF32(ktag, d, y, cache);
+  } else {
+    StoreCache(ctag, d, RoundTo(ktag, d, y), cache, scale);
+  }
+}
+
+// Two rotated k vectors of dims [j, j + 2 lanes).
+template <class KTag, class CTag, class D>
+HWY_INLINE void EmitK2(KTag ktag, CTag ctag, D d, hn::Vec<D> y0, hn::Vec<D> y1,
+                       typename KTag::Storage* back, typename CTag::Storage* cache,
+                       CacheScale scale) {
+  if (back) StoreResultsF32x2(ktag, d, y0, y1, back);
+  if constexpr (std::is_same_v<KTag, CTag>) {
+    StoreResultsF32x2(ktag, d, y0, y1, cache);
+  } else {
+    StoreCache2(ctag, d, RoundTo(ktag, d, y0), RoundTo(ktag, d, y1), cache, scale);
+  }
+}
+
+// Dims [0, count) converted from `in` to the cache, unchanged in value (apart from fp8's scale).
+template <class InTag, class CTag>
+HWY_NOINLINE void ConvertCopy(InTag itag, CTag ctag, const typename InTag::Storage* in,
+                              typename CTag::Storage* out, std::int64_t count, CacheScale scale) {
+  std::int64_t i = 0;
+#if POSENC_KV_CACHE_FULL_VECTORS
+  const hn::ScalableTag<float> d;
+  const auto lanes = static_cast<std::int64_t>(hn::Lanes(d));
+  for (; i + 2 * lanes <= count; i += 2 * lanes) {
+    StoreCache2(ctag, d, LoadF32(itag, d, in + i), LoadF32(itag, d, in + i + lanes), out + i,
+                scale);
+  }
+  for (; i + lanes <= count; i += lanes)
+    StoreCache(ctag, d, LoadF32(itag, d, in + i), out + i, scale);
+#endif
+  const hn::CappedTag<float, 1> d1;
+  for (; i < count; ++i) StoreCache(ctag, d1, LoadF32(itag, d1, in + i), out + i, scale);
+}
+
+template <class KTag, class CTag>
+HWY_NOINLINE void RotateKHead(KTag ktag, CTag ctag, const typename KTag::Storage* in,
+                              typename KTag::Storage* back, typename CTag::Storage* out,
+                              const TokenKv& t) {
+  const std::int64_t n = t.pairs;
+  const CacheScale scale{t.k_scale, t.k_inv_scale};
+  auto at = [&](std::int64_t j) { return back ? back + j : nullptr; };
+  if (t.layout == Layout::kHalfSplit) {
+    std::int64_t i = 0;
+    auto body = [&](auto dd, std::int64_t i0) {
+      hn::Vec<decltype(dd)> ya, yb;
+      HalfSplitMath(dd, LoadF32(ktag, dd, in + i0), LoadF32(ktag, dd, in + i0 + n),
+                    hn::LoadU(dd, t.c + i0), hn::LoadU(dd, t.s + i0), ya, yb);
+      EmitK(ktag, ctag, dd, ya, at(i0), out + i0, scale);
+      EmitK(ktag, ctag, dd, yb, at(i0 + n), out + i0 + n, scale);
+    };
+#if POSENC_KV_CACHE_FULL_VECTORS
+    const hn::ScalableTag<float> d;
+    const auto lanes = static_cast<std::int64_t>(hn::Lanes(d));
+    for (; i + 2 * lanes <= n; i += 2 * lanes) {
+      hn::Vec<decltype(d)> ya0, yb0, ya1, yb1;
+      HalfSplitMath(d, LoadF32(ktag, d, in + i), LoadF32(ktag, d, in + i + n),
+                    hn::LoadU(d, t.c + i), hn::LoadU(d, t.s + i), ya0, yb0);
+      HalfSplitMath(d, LoadF32(ktag, d, in + i + lanes), LoadF32(ktag, d, in + i + n + lanes),
+                    hn::LoadU(d, t.c + i + lanes), hn::LoadU(d, t.s + i + lanes), ya1, yb1);
+      EmitK2(ktag, ctag, d, ya0, ya1, at(i), out + i, scale);
+      EmitK2(ktag, ctag, d, yb0, yb1, at(i + n), out + i + n, scale);
+    }
+    for (; i + lanes <= n; i += lanes) body(d, i);
+#endif
+    const hn::CappedTag<float, 1> d1;
+    for (; i < n; ++i) body(d1, i);
+    return;
+  }
+  const std::int64_t dims = 2 * n;
+  std::int64_t j = 0;
+#if POSENC_KV_CACHE_FULL_VECTORS  // (and as rotate.cc: HWY_SCALAR's one lane holds no pair)
+  const hn::ScalableTag<float> d;
+  const auto lanes = static_cast<std::int64_t>(hn::Lanes(d));
+  for (; j + 2 * lanes <= dims; j += 2 * lanes) {
+    const auto x0 = LoadF32(ktag, d, in + j);
+    const auto x1 = LoadF32(ktag, d, in + j + lanes);
+    const auto y0 =
+        InterleavedMath(d, x0, hn::Shuffle2301(x0), hn::LoadU(d, t.c + j), hn::LoadU(d, t.s + j));
+    const auto y1 = InterleavedMath(d, x1, hn::Shuffle2301(x1), hn::LoadU(d, t.c + j + lanes),
+                                    hn::LoadU(d, t.s + j + lanes));
+    EmitK2(ktag, ctag, d, y0, y1, at(j), out + j, scale);
+  }
+  for (; j + lanes <= dims; j += lanes) {
+    const auto x = LoadF32(ktag, d, in + j);
+    EmitK(ktag, ctag, d,
+          InterleavedMath(d, x, hn::Shuffle2301(x), hn::LoadU(d, t.c + j), hn::LoadU(d, t.s + j)),
+          at(j), out + j, scale);
+  }
+#endif
+  const hn::CappedTag<float, 1> d1;
+  for (; j < dims; j += 2) {
+    const auto a = LoadF32(ktag, d1, in + j);
+    const auto b = LoadF32(ktag, d1, in + j + 1);
+    const auto ya = InterleavedMath(d1, a, b, hn::LoadU(d1, t.c + j), hn::LoadU(d1, t.s + j));
+    const auto yb =
+        InterleavedMath(d1, b, a, hn::LoadU(d1, t.c + j + 1), hn::LoadU(d1, t.s + j + 1));
+    EmitK(ktag, ctag, d1, ya, at(j), out + j, scale);
+    EmitK(ktag, ctag, d1, yb, at(j + 1), out + j + 1, scale);
+  }
+}
+
+template <class KTag, class CTag>
+HWY_INLINE void AppendK(KTag ktag, CTag ctag, const TokenKv& t) {
+  using K = typename KTag::Storage;
+  using C = typename CTag::Storage;
+  const K* in = static_cast<const K*>(t.k);
+  K* back = static_cast<K*>(t.k_back);
+  C* out = static_cast<C*>(t.k_cache);
+  const std::int64_t rotated = 2 * t.pairs;
+  const CacheScale ks{t.k_scale, t.k_inv_scale};
+  for (std::int64_t h = 0; h < t.heads; ++h) {
+    const K* hin = in + h * t.k_head_stride;
+    C* hout = out + h * t.cache_head_stride;
+    if (rotated == 0) {
+      ConvertCopy(ktag, ctag, hin, hout, t.head_dim, ks);
+      continue;
+    }
+    // The unrotated dims (partial rotary) around the rotated ones; usually none.
+    if (t.offset > 0) ConvertCopy(ktag, ctag, hin, hout, t.offset, ks);
+    const std::int64_t end = t.offset + rotated;
+    if (end < t.head_dim) ConvertCopy(ktag, ctag, hin + end, hout + end, t.head_dim - end, ks);
+    RotateKHead(ktag, ctag, hin + t.offset, back ? back + h * t.k_head_stride + t.offset : nullptr,
+                hout + t.offset, t);
+  }
+}
+
+template <class VTag, class CTag>
+HWY_INLINE void AppendV(VTag vtag, CTag ctag, const TokenKv& t) {
+  const auto* in = static_cast<const typename VTag::Storage*>(t.v);
+  auto* out = static_cast<typename CTag::Storage*>(t.v_cache);
+  const CacheScale vs{t.v_scale, t.v_inv_scale};
+  for (std::int64_t h = 0; h < t.heads; ++h) {
+    ConvertCopy(vtag, ctag, in + h * t.v_head_stride, out + h * t.cache_head_stride, t.head_dim,
+                vs);
+  }
+}
+
+// The branches on the runtime dtypes: each (input, cache) pair is compiled once.
+template <class CTag>
+HWY_INLINE void AppendTyped(CTag ctag, const TokenKv& t) {
+  switch (t.k_dtype) {
+    case DType::kF32:
+      AppendK(F32Tag(), ctag, t);
+      break;
+    case DType::kF16:
+      AppendK(F16Tag(), ctag, t);
+      break;
+    case DType::kBF16:
+      AppendK(BF16Tag(), ctag, t);
+      break;
+  }
+  switch (t.v_dtype) {
+    case DType::kF32:
+      return AppendV(F32Tag(), ctag, t);
+    case DType::kF16:
+      return AppendV(F16Tag(), ctag, t);
+    case DType::kBF16:
+      return AppendV(BF16Tag(), ctag, t);
+  }
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace posenc::detail
+HWY_AFTER_NAMESPACE();
+
+#endif  // POSENC_KERNELS_KV_CACHE_INL_H_

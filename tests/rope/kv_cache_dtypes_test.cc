@@ -1,0 +1,202 @@
+// The cache conversions of rope_append_kv_cache on every SIMD target, value class by value class:
+// fp8 e4m3 against tests/reference/fp8_reference.h (both scale paths), bf16 rounding to nearest
+// even of arbitrary float32 bits.
+#include "posenc/rope/kv_cache.h"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <numeric>
+#include <optional>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "posenc/core/frequencies.h"
+#include "posenc/core/threads.h"
+#include "posenc/rope/apply.h"
+#include "posenc/rope/table.h"
+#include "reference/fp8_reference.h"
+#include "reference/half_reference.h"
+#include "support/error_of.h"
+#include "support/kv_cache_case.h"
+#include "support/rope_test_support.h"
+#include "support/simd_targets.h"
+
+namespace {
+
+using posenc::CacheDType;
+using posenc::DType;
+using posenc::KvCacheLayout;
+using posenc::Layout;
+using posenc::testing::error_of;
+using posenc::testing::Names;
+using posenc_test::kv_cache::Case;
+using posenc_test::kv_cache::CheckCase;
+using posenc_test::kv_cache::Inputs;
+using posenc_test::kv_cache::kCacheDTypes;
+using posenc_test::kv_cache::kLayouts;
+using posenc_test::kv_cache::Load;
+using posenc_test::kv_cache::Make;
+using posenc_test::kv_cache::Name;
+using ::testing::HasSubstr;
+
+// fp8 e4m3 through the fused call's value path: every float32 value class against the reference,
+// on every target (each lane position: values run through full vectors and tails).
+TEST(KvCache, Fp8E4M3ConversionMatchesReference) {
+  std::vector<float> values = {0.0f,
+                               -0.0f,
+                               1.0f,
+                               -1.0f,
+                               448.0f,
+                               -448.0f,
+                               449.0f,
+                               464.0f,
+                               479.9f,
+                               480.0f,
+                               1e6f,
+                               -1e6f,
+                               std::numeric_limits<float>::infinity(),
+                               -std::numeric_limits<float>::infinity(),
+                               std::numeric_limits<float>::quiet_NaN(),
+                               -std::numeric_limits<float>::quiet_NaN(),
+                               std::numeric_limits<float>::denorm_min(),
+                               1e-30f};
+  // Every E4M3 value and the midpoints between neighbours (ties: to the even code), and just
+  // beside each midpoint.
+  for (int code = 0; code < 0x7E; ++code) {
+    const double lo = posenc_ref::Fp8E4M3Value(static_cast<std::uint8_t>(code));
+    const double hi = posenc_ref::Fp8E4M3Value(static_cast<std::uint8_t>(code + 1));
+    const auto mid = static_cast<float>((lo + hi) / 2);  // exact in float32
+    for (float v :
+         {static_cast<float>(lo), mid, std::nextafter(mid, 0.0f), std::nextafter(mid, 1000.0f)}) {
+      values.push_back(v);
+      values.push_back(-v);
+    }
+  }
+  std::mt19937 rng(19);
+  std::uniform_int_distribution<std::uint32_t> bits;
+  for (int i = 0; i < 4000; ++i) values.push_back(std::bit_cast<float>(bits(rng)));
+  // Random magnitudes around the E4M3 range.
+  std::uniform_real_distribution<float> exp2(-14.0f, 10.0f);
+  for (int i = 0; i < 4000; ++i) values.push_back(std::exp2(exp2(rng)) * (i % 2 ? 1.0f : -1.0f));
+  const std::int64_t d = 32;
+  while (values.size() % d) values.push_back(0.5f);
+  const auto tokens = static_cast<std::int64_t>(values.size()) / d;
+
+  // Powers of two in [2^-126, 2^126] take the kernel's multiply-by-the-exact-reciprocal path;
+  // 2^127, 2^-127 (subnormal), 2^-149 and the others divide: both must give the reference's bits.
+  for (float scale : {1.0f, 0.25f, 3.0f, 1.0f / 64, 0.1f, std::ldexp(1.0f, -126),
+                      std::ldexp(1.0f, 126), std::ldexp(1.0f, 127), std::ldexp(1.0f, -127),
+                      std::ldexp(1.0f, -149), std::nextafter(0.25f, 1.0f)}) {
+    std::vector<std::uint8_t> expect(values.size());
+    for (std::size_t i = 0; i < values.size(); ++i)
+      expect[i] = posenc_ref::ToFp8E4M3(values[i] / scale);
+    posenc_test::ForEachTarget([&](const std::string&) {
+      const posenc::RopeSpec spec = posenc::testing::Spec(d, d, 0, Layout::kHalfSplit);
+      const posenc::Frequencies f = posenc::compute_frequencies(spec);
+      std::vector<float> k(values.size(), 0.0f);
+      std::vector<std::uint8_t> kc(values.size()), vc(values.size());
+      posenc::KvCache cache = posenc::KvCache::contiguous(
+          kc.data(), vc.data(), CacheDType::kFp8E4M3, KvCacheLayout::kVllm, tokens, 1, 1, d);
+      cache.v_scale = scale;
+      std::vector<std::int64_t> pos(static_cast<std::size_t>(tokens), 0), slots(pos.size());
+      std::iota(slots.begin(), slots.end(), 0);
+      posenc::KvAppendArgs a;
+      a.k = posenc::TensorView::contiguous(k.data(), DType::kF32, tokens, 1, d);
+      a.v = posenc::TensorView::contiguous(values.data(), DType::kF32, tokens, 1, d);
+      a.positions = std::span<const std::int64_t>(pos);
+      a.slot_mapping = slots;
+      posenc::rope_append_kv_cache(f, cache, a);
+      for (std::size_t i = 0; i < values.size(); ++i) {
+        ASSERT_EQ(static_cast<int>(vc[i]), static_cast<int>(expect[i]))
+            << "value " << values[i] << " (bits 0x" << std::hex
+            << std::bit_cast<std::uint32_t>(values[i]) << ") / scale " << scale;
+      }
+    });
+  }
+  // The reference itself at the points the formats define: max, min normal, min subnormal,
+  // saturation, NaN, a tie to even.
+  EXPECT_EQ(posenc_ref::ToFp8E4M3(448.0f), 0x7E);
+  EXPECT_EQ(posenc_ref::ToFp8E4M3(1e9f), 0x7E);
+  EXPECT_EQ(posenc_ref::ToFp8E4M3(-std::numeric_limits<float>::infinity()), 0xFE);
+  EXPECT_EQ(posenc_ref::ToFp8E4M3(std::ldexp(1.0f, -6)), 0x08);
+  EXPECT_EQ(posenc_ref::ToFp8E4M3(std::ldexp(1.0f, -9)), 0x01);
+  EXPECT_EQ(posenc_ref::ToFp8E4M3(std::ldexp(1.0f, -10)), 0x00);  // tie between 0 and 2^-9
+  EXPECT_EQ(posenc_ref::ToFp8E4M3(std::ldexp(3.0f, -10)), 0x02);  // tie 1 / 2 -> even
+  EXPECT_EQ(posenc_ref::ToFp8E4M3(1.0625f), 0x38);                // tie 1 / 1.125 -> even
+  EXPECT_EQ(posenc_ref::ToFp8E4M3(std::numeric_limits<float>::quiet_NaN()) & 0x7F, 0x7F);
+}
+
+// bf16 rounding of arbitrary float32 bits (the value path converts v as given), on every target
+// and at every lane position (head_dims that run the two-vector, one-vector and one-lane loops):
+// ties to even both ways, -0, subnormals, max finite rounding to infinity, NaN payloads kept NaN
+// (quiet bit set, payload truncated: never rounded into infinity or across the sign).
+TEST(KvCache, Bf16StoreRoundsEveryValueClassToNearestEven) {
+  auto expect_bf16 = [](std::uint32_t u) -> std::uint16_t {
+    if ((u & 0x7FFFFFFFu) > 0x7F800000u) return static_cast<std::uint16_t>((u >> 16) | 0x40u);
+    // Nearest even by cases, not the kernel's add-and-shift recipe.
+    const std::uint32_t hi = u >> 16, lo = u & 0xFFFFu;
+    const bool up = lo > 0x8000u || (lo == 0x8000u && (hi & 1u));
+    return static_cast<std::uint16_t>(hi + (up ? 1u : 0u));
+  };
+  std::vector<std::uint32_t> bits = {
+      0x00000000u, 0x80000000u,               // +-0
+      0x3F808000u, 0x3F818000u,               // ties: even stays (0x3F80), odd rounds up (0x3F82)
+      0xBF808000u, 0xBF818000u,               // the same, negative
+      0x3F807FFFu, 0x3F808001u, 0x3F81FFFFu,  // beside a tie
+      0x00000001u, 0x00008000u, 0x00018000u, 0x807FFFFFu,  // subnormals, subnormal ties
+      0x7F7FFFFFu, 0xFF7FFFFFu,                            // max finite -> +-inf
+      0x7F7F7FFFu, 0x7F7F8000u, 0x7F7E8000u,               // below max's tie, ties at the top
+      0x7F800000u, 0xFF800000u,                            // +-inf
+      0x7F800001u, 0x7FBFFFFFu, 0x7FC00000u, 0x7FC08000u, 0x7FFFFFFFu,  // NaN payloads
+      0xFF800001u, 0xFFC0FFFFu, 0xFFFFFFFFu, 0x7F808000u, 0x7FFF8000u};
+  std::mt19937 rng(23);
+  std::uniform_int_distribution<std::uint32_t> any;
+  for (int i = 0; i < 2000; ++i) bits.push_back(any(rng));
+  for (const std::int64_t d :
+       {std::int64_t{2}, std::int64_t{7}, std::int64_t{29}, std::int64_t{37}, std::int64_t{64}}) {
+    std::vector<std::uint32_t> vals = bits;
+    while (vals.size() % static_cast<std::size_t>(d)) vals.push_back(0x3F808000u);
+    const auto tokens = static_cast<std::int64_t>(vals.size()) / d;
+    std::vector<float> v(vals.size());
+    for (std::size_t i = 0; i < v.size(); ++i) v[i] = std::bit_cast<float>(vals[i]);
+    posenc_test::ForEachTarget([&](const std::string& target) {
+      const posenc::RopeSpec spec = posenc::testing::Spec(d, d & ~1, 0, Layout::kHalfSplit);
+      const posenc::Frequencies f = posenc::compute_frequencies(spec);
+      std::vector<float> k(v.size(), 0.0f);
+      std::vector<std::uint16_t> kc(v.size()), vc(v.size());
+      posenc::KvCache cache = posenc::KvCache::contiguous(kc.data(), vc.data(), CacheDType::kBF16,
+                                                          KvCacheLayout::kVllm, tokens, 1, 1, d);
+      std::vector<std::int64_t> slots(static_cast<std::size_t>(tokens));
+      std::iota(slots.begin(), slots.end(), 0);
+      posenc::KvAppendArgs a;
+      a.k = posenc::TensorView::contiguous(k.data(), DType::kF32, tokens, 1, d);
+      a.v = posenc::TensorView::contiguous(v.data(), DType::kF32, tokens, 1, d);
+      a.rotate = false;
+      a.slot_mapping = slots;
+      posenc::rope_append_kv_cache(f, cache, a);
+      int wrong = 0;
+      for (std::size_t i = 0; i < v.size(); ++i) {
+        if (vc[i] != expect_bf16(vals[i]) && ++wrong <= 5) {
+          ADD_FAILURE() << target << " head_dim " << d << " element " << i << ": 0x" << std::hex
+                        << vals[i] << " -> 0x" << vc[i] << ", expected 0x" << expect_bf16(vals[i]);
+        }
+      }
+      EXPECT_EQ(wrong, 0) << target << " head_dim " << d;
+    });
+  }
+  EXPECT_EQ(expect_bf16(0x7F7FFFFFu), 0x7F80);  // the reference itself: max finite -> inf
+  EXPECT_EQ(expect_bf16(0x7FFFFFFFu), 0x7FFF);  // a NaN stays NaN, sign kept
+  EXPECT_EQ(expect_bf16(0x3F818000u), 0x3F82);
+}
+
+}  // namespace
