@@ -5,9 +5,9 @@
 // projection and the feed-forward block by token. RoPE runs between the first two, on the
 // calling thread (a step rotates m x 12 heads x 4 pairs: microseconds).
 //
-// KV cache layout: keys [position, layer, kv_head, head_dim], so that all the cached keys of every
-// layer are one TensorView [positions, layers * kv_heads, head_dim] for rerotate_keys; values
-// [layer, position, kv_head, head_dim].
+// KV cache layout: keys and values [layer, position, kv_head, head_dim], so that one head-layer's
+// keys are KV floats apart (128 bytes for stories260K: two cache lines a key, streamed by the
+// prefetcher) instead of layers * KV; rerotate_keys runs once per layer.
 #include <time.h>
 
 #include <algorithm>
@@ -115,9 +115,9 @@ struct Session::State {
     std::fputs((line + total).c_str(), stderr);
   }
 
-  std::int64_t step_tokens() const {
-    return depends_on_length(opt.rope) ? opt.step : std::max(opt.step, kStaticStep);
-  }
+  // Rows of the step buffers: static methods run in steps of max(step, 256) tokens; dynamic ones
+  // in steps of `step` tokens, consecutive steps with the same frequencies merged up to as many.
+  std::int64_t step_rows() const { return std::max(opt.step, kStaticStep); }
 
   void parallel(std::int64_t tasks, const std::function<void(std::int64_t, std::int64_t)>& body) {
     if (opt.threads <= 1 || tasks <= 1) {
@@ -139,17 +139,22 @@ struct Session::State {
     });
   }
 
-  void update_frequencies(std::int64_t seq_len) {
-    Frequencies next = compute_frequencies(opt.rope, opt.numerics, seq_len);
+  void update_frequencies(Frequencies next) {
     if (same_angles(next, freqs)) return;
     if (size > 0) {
       profile.start();
       const Config& c = model->config();
-      const TensorView keys{k_cache.data(),        DType::kF32,  size,
-                            c.layers * c.kv_heads, c.head_dim(), c.layers * c.kv_dim(),
-                            c.head_dim()};
-      rerotate_keys(freqs, next, keys, std::span<const std::int32_t>(all_positions.data(), z(size)),
-                    opt.threads);
+      for (std::int64_t l = 0; l < c.layers; ++l) {
+        const TensorView keys{k_cache.data() + l * opt.capacity * c.kv_dim(),
+                              DType::kF32,
+                              size,
+                              c.kv_heads,
+                              c.head_dim(),
+                              c.kv_dim(),
+                              c.head_dim()};
+        rerotate_keys(freqs, next, keys,
+                      std::span<const std::int32_t>(all_positions.data(), z(size)), opt.threads);
+      }
       ++rerotations;
       profile.stop(kRerotate);
     }
@@ -157,6 +162,15 @@ struct Session::State {
   }
 
   void step(std::span<const std::int32_t> tokens, float* logits, std::int64_t first_logit);
+
+  // Tokens [s0, s1) of a forward() call as one step.
+  void run_step(std::span<const std::int32_t> tokens, std::span<float> logits,
+                std::int64_t first_logit, std::int64_t s0, std::int64_t s1) {
+    const std::int64_t vocab = model->config().vocab_size;
+    const std::int64_t first = std::max(first_logit, s0);
+    float* out = first < s1 ? logits.data() + (first - first_logit) * vocab : nullptr;
+    step(tokens.subspan(z(s0), z(s1 - s0)), out, first - s0);
+  }
 };
 
 void Session::State::step(std::span<const std::int32_t> tokens, float* logits,
@@ -201,7 +215,7 @@ void Session::State::step(std::span<const std::int32_t> tokens, float* logits,
     rope.positions = positions;
     apply_rope(freqs, rope);
     for (std::int64_t t = 0; t < m; ++t) {
-      std::copy_n(k.data() + t * KV, KV, k_cache.data() + ((p0 + t) * c.layers + l) * KV);
+      std::copy_n(k.data() + t * KV, KV, k_cache.data() + (l * opt.capacity + p0 + t) * KV);
       std::copy_n(v.data() + t * KV, KV, v_cache.data() + (l * opt.capacity + p0 + t) * KV);
     }
 
@@ -219,8 +233,8 @@ void Session::State::step(std::span<const std::int32_t> tokens, float* logits,
         a.q_stride = H;
         a.positions = positions.data() + first;
         a.tokens = std::min(tile, m - first);
-        a.k = k_cache.data() + l * KV + g * hd;
-        a.k_stride = c.layers * KV;
+        a.k = k_cache.data() + l * opt.capacity * KV + g * hd;
+        a.k_stride = KV;
         a.v = v_cache.data() + l * opt.capacity * KV + g * hd;
         a.v_stride = KV;
         a.head_dim = hd;
@@ -298,7 +312,7 @@ Session::Session(const Model& model, SessionOptions options) : state_(std::make_
   s.v_cache.assign(s.k_cache.size(), 0.0f);
   s.all_positions.resize(z(s.opt.capacity));
   std::iota(s.all_positions.begin(), s.all_positions.end(), 0);
-  const std::int64_t rows = std::min(s.step_tokens(), s.opt.capacity);
+  const std::int64_t rows = std::min(s.step_rows(), s.opt.capacity);
   for (auto* buf : {&s.x, &s.xb, &s.q, &s.att}) buf->assign(z(rows * c.dim), 0.0f);
   for (auto* buf : {&s.k, &s.v}) buf->assign(z(rows * c.kv_dim()), 0.0f);
   for (auto* buf : {&s.hb, &s.hb2}) buf->assign(z(rows * c.hidden_dim), 0.0f);
@@ -342,13 +356,28 @@ void Session::forward(std::span<const std::int32_t> tokens, std::span<float> log
                   ") is outside the vocabulary [0, " + std::to_string(c.vocab_size) + ")");
     }
   }
-  const std::int64_t step = s.step_tokens();
-  for (std::int64_t s0 = 0; s0 < n; s0 += step) {
-    const std::int64_t s1 = std::min(n, s0 + step);
-    if (depends_on_length(s.opt.rope)) s.update_frequencies(s.size + (s1 - s0));
-    const std::int64_t first = std::max(first_logit, s0);
-    float* out = first < s1 ? logits.data() + (first - first_logit) * c.vocab_size : nullptr;
-    s.step(tokens.subspan(z(s0), z(s1 - s0)), out, first - s0);
+  if (!depends_on_length(s.opt.rope)) {
+    for (std::int64_t s0 = 0; s0 < n; s0 += s.step_rows())
+      s.run_step(tokens, logits, first_logit, s0, std::min(n, s0 + s.step_rows()));
+    return;
+  }
+  // Dynamic methods: steps of opt.step tokens, each with the frequencies of the length at its end.
+  // Consecutive steps whose frequencies are the same (every step up to the trained context) run
+  // as one: the same bits (a step's split does not change the forward pass), fewer parallel
+  // regions.
+  const std::int64_t step = s.opt.step;
+  for (std::int64_t s0 = 0; s0 < n;) {
+    std::int64_t s1 = std::min(n, s0 + step);
+    Frequencies f = compute_frequencies(s.opt.rope, s.opt.numerics, s.size + (s1 - s0));
+    while (s1 < n && std::min(n, s1 + step) - s0 <= s.step_rows()) {
+      const std::int64_t next = std::min(n, s1 + step);
+      if (!same_angles(compute_frequencies(s.opt.rope, s.opt.numerics, s.size + (next - s0)), f))
+        break;
+      s1 = next;
+    }
+    s.update_frequencies(std::move(f));
+    s.run_step(tokens, logits, first_logit, s0, s1);
+    s0 = s1;
   }
 }
 
