@@ -77,13 +77,9 @@ HWY_INLINE V Exp2Weight(DF d, V x) {
 }
 
 // Keys per block: a block of scores (kBlock x lanes floats, 8 KiB at 16 lanes) stays in L1
-// between the passes over the head dims. A multiple of every target's lane count.
+// between the passes over the head dims. A multiple of kKeyBlock.
 constexpr std::int64_t kBlock = 128;
-
-// Tiles of at most this many queries go through AttendPerQuery (same bits): the tile kernel's
-// cost per key does not depend on how many of its lanes are used. Measured on AVX3 (16 lanes):
-// per (query, key), the tile kernel at 16 queries costs about XXX of the per-query path.
-constexpr std::int64_t kPerQueryMaxTokens = 2;
+static_assert(kBlock % kKeyBlock == 0);
 
 float QueryScale(const AttentionArgs& a) { return a.scale * kLog2e; }
 
@@ -199,77 +195,123 @@ void AttendTile(const AttentionArgs& a) {
   }
 }
 
-// sum_j p_j v_j / sum_j p_j for one query, in order of j, vectorised over the head dims (the
-// lanes of DV); e0: the first dim.
-template <class DV>
-HWY_INLINE void WeightedValues(DV dv, const AttentionArgs& a, const float* p, std::int64_t keys,
-                               float sum, std::int64_t e0, float* out) {
-  auto c = hn::Zero(dv);
+// sum_j p_ij v_j / sum_j p_ij for Q queries i (weights p_i = p + i * stride), in order of j,
+// vectorised over the head dims (the lanes of DV) from e0. Q independent chains of MulAdd hide
+// each other's latency (one chain waits 4 cycles a key); the first dims' pass also sums the
+// weights, a chain of its own.
+template <int Q, class DV>
+HWY_INLINE void WeightedValues(DV dv, const AttentionArgs& a, const float* p, std::int64_t stride,
+                               std::int64_t keys, std::int64_t e0, float* sum, float* const* out) {
+  hn::Vec<DV> c[Q];
+  float acc[Q];
+  for (int i = 0; i < Q; ++i) c[i] = hn::Zero(dv), acc[i] = 0.0f;
   const float* vp = a.v + e0;
-  for (std::int64_t j = 0; j < keys; ++j, vp += a.v_stride)
-    c = hn::MulAdd(hn::Set(dv, p[j]), hn::LoadU(dv, vp), c);
-  hn::StoreU(hn::Div(c, hn::Set(dv, sum)), dv, out + e0);
+  for (std::int64_t j = 0; j < keys; ++j, vp += a.v_stride) {
+    const auto v = hn::LoadU(dv, vp);
+    for (int i = 0; i < Q; ++i) {
+      const float pij = p[i * stride + j];
+      c[i] = hn::MulAdd(hn::Set(dv, pij), v, c[i]);
+      if (e0 == 0) acc[i] += pij;
+    }
+  }
+  for (int i = 0; i < Q; ++i) {
+    if (e0 == 0) sum[i] = acc[i];
+    hn::StoreU(hn::Div(c[i], hn::Set(dv, sum[i])), dv, out[i] + e0);
+  }
 }
 
-// One query, vectorised over keys: the block's keys are transposed into kt ([e][key]) so that a
-// vector holds dim e of n consecutive keys.
-void AttendOne(const AttentionArgs& a, std::int64_t t) {
-  const D d;
+// Q queries (t0 .. t0 + Q - 1), vectorised over keys. Keys in blocks of kKeyBlock positions,
+// [block][e][position in block], so that a vector holds dim e of consecutive keys: a.k_blocks when
+// the caller keeps them (decoding), else the keys of each kBlock are transposed into kt first.
+// Weights past a query's position are 0, which leaves its sums unchanged (x + 0 = x): the bits
+// are those of the tile.
+template <int Q>
+void AttendFew(const AttentionArgs& a, std::int64_t t0) {
+  const hn::CappedTag<float, kKeyBlock> d;
   const std::int64_t n = static_cast<std::int64_t>(hn::Lanes(d));
   const std::int64_t hd = a.head_dim;
+  const std::int64_t block = hd * kKeyBlock;  // floats of one key block
   const float scale = QueryScale(a);
   thread_local std::vector<float> scores, kt, qs;
-  const std::int64_t keys = std::int64_t{a.positions[t]} + 1;
+  std::int64_t own[Q], keys = 0;  // keys of each query, of all
+  for (int i = 0; i < Q; ++i) {
+    own[i] = std::int64_t{a.positions[t0 + i]} + 1;
+    keys = std::max(keys, own[i]);
+  }
   const std::int64_t padded = (keys + n - 1) / n * n;
-  scores.resize(static_cast<std::size_t>(padded));
-  kt.assign(static_cast<std::size_t>(hd * kBlock), 0.0f);
-  qs.resize(static_cast<std::size_t>(hd));
-  for (std::int64_t e = 0; e < hd; ++e)
-    qs[static_cast<std::size_t>(e)] = a.q[t * a.q_stride + e] * scale;
+  scores.resize(static_cast<std::size_t>(Q * padded));
+  if (a.k_blocks == nullptr) kt.assign(static_cast<std::size_t>(hd * kBlock), 0.0f);
+  qs.resize(static_cast<std::size_t>(Q * hd));
+  for (int i = 0; i < Q; ++i) {
+    for (std::int64_t e = 0; e < hd; ++e)
+      qs[static_cast<std::size_t>(i * hd + e)] = a.q[(t0 + i) * a.q_stride + e] * scale;
+  }
   float* s = scores.data();
   const auto neg_inf = hn::Set(d, -std::numeric_limits<float>::infinity());
 
-  auto m = neg_inf;
+  hn::Vec<decltype(d)> m[Q];
+  for (int i = 0; i < Q; ++i) m[i] = neg_inf;
   for (std::int64_t jb = 0; jb < keys; jb += kBlock) {
     const std::int64_t je = std::min(keys, jb + kBlock);
-    for (std::int64_t j = jb; j < je; ++j) {
-      const float* kp = a.k + j * a.k_stride;
-      for (std::int64_t e = 0; e < hd; ++e)
-        kt[static_cast<std::size_t>(e * kBlock + j - jb)] = kp[e];
+    const float* kb = a.k_blocks + jb / kKeyBlock * block;
+    if (a.k_blocks == nullptr) {
+      for (std::int64_t j = jb; j < je; ++j) {
+        const float* kp = a.k + j * a.k_stride;
+        float* dst = kt.data() + (j - jb) / kKeyBlock * block + (j - jb) % kKeyBlock;
+        for (std::int64_t e = 0; e < hd; ++e) dst[e * kKeyBlock] = kp[e];
+      }
+      kb = kt.data();
     }
     for (std::int64_t j = jb; j < je; j += n) {
-      const float* kp = kt.data() + (j - jb);
-      auto v = hn::Mul(hn::Set(d, qs[0]), hn::LoadU(d, kp));
-      for (std::int64_t e = 1; e < hd; ++e)
-        v = hn::MulAdd(hn::Set(d, qs[static_cast<std::size_t>(e)]), hn::LoadU(d, kp + e * kBlock),
-                       v);
-      if (j + n > keys)
-        v = hn::IfThenElse(hn::FirstN(d, static_cast<std::size_t>(keys - j)), v, neg_inf);
-      hn::StoreU(v, d, s + j);
-      m = hn::Max(m, v);
+      const float* kp = kb + (j - jb) / kKeyBlock * block + (j - jb) % kKeyBlock;
+      for (int i = 0; i < Q; ++i) {
+        const float* q = qs.data() + i * hd;
+        auto v = hn::Mul(hn::Set(d, q[0]), hn::LoadU(d, kp));
+        for (std::int64_t e = 1; e < hd; ++e)
+          v = hn::MulAdd(hn::Set(d, q[e]), hn::LoadU(d, kp + e * kKeyBlock), v);
+        if (j + n > own[i]) {
+          const std::int64_t valid = std::max<std::int64_t>(0, own[i] - j);
+          v = hn::IfThenElse(hn::FirstN(d, static_cast<std::size_t>(valid)), v, neg_inf);
+        }
+        hn::StoreU(v, d, s + i * padded + j);
+        m[i] = hn::Max(m[i], v);
+      }
     }
   }
-  const auto mx = hn::MaxOfLanes(d, m);
-  float sum = 0.0f;
-  for (std::int64_t j = 0; j < padded; j += n) {
-    hn::StoreU(Exp2Weight(d, hn::Sub(hn::LoadU(d, s + j), mx)), d, s + j);
+  for (int i = 0; i < Q; ++i) {
+    const auto mx = hn::MaxOfLanes(d, m[i]);
+    float* si = s + i * padded;
+    for (std::int64_t j = 0; j < padded; j += n)
+      hn::StoreU(Exp2Weight(d, hn::Sub(hn::LoadU(d, si + j), mx)), d, si + j);
   }
-  for (std::int64_t j = 0; j < keys; ++j) sum += s[j];
 
   const hn::CappedTag<float, 8> d8;
   const hn::CappedTag<float, 1> d1;
   const std::int64_t n8 = static_cast<std::int64_t>(hn::Lanes(d8));
-  float* out = a.out + t * a.out_stride;
+  float sum[Q];
+  float* out[Q];
+  for (int i = 0; i < Q; ++i) out[i] = a.out + (t0 + i) * a.out_stride;
   std::int64_t e = 0;
-  for (; e + n8 <= hd; e += n8) WeightedValues(d8, a, s, keys, sum, e, out);
-  for (; e < hd; ++e) WeightedValues(d1, a, s, keys, sum, e, out);
+  for (; e + n8 <= hd; e += n8) WeightedValues<Q>(d8, a, s, padded, keys, e, sum, out);
+  for (; e < hd; ++e) WeightedValues<Q>(d1, a, s, padded, keys, e, sum, out);
 }
 
 void Attend(const AttentionArgs& a) {
   const bool per_query = a.path == AttentionPath::kPerQuery ||
                          (a.path == AttentionPath::kAuto && a.tokens <= kPerQueryMaxTokens);
   if (!per_query) return AttendTile(a);
-  for (std::int64_t t = 0; t < a.tokens; ++t) AttendOne(a, t);
+  std::int64_t t = 0;
+  for (; t + 4 <= a.tokens; t += 4) AttendFew<4>(a, t);
+  switch (a.tokens - t) {
+    case 3:
+      return AttendFew<3>(a, t);
+    case 2:
+      return AttendFew<2>(a, t);
+    case 1:
+      return AttendFew<1>(a, t);
+    default:
+      return;
+  }
 }
 
 std::int64_t AttentionTileTokens() { return static_cast<std::int64_t>(hn::Lanes(D())); }

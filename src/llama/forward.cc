@@ -89,7 +89,13 @@ struct Session::State {
   std::int64_t size = 0;
   std::int64_t rerotations = 0;
   std::vector<float> k_cache, v_cache;
-  std::vector<std::int32_t> all_positions;  // 0, 1, ..., capacity - 1
+  // Decoding (steps of at most kPerQueryMaxTokens tokens): the keys again in attention's blocks,
+  // [layer, kv_head, position / kKeyBlock, head_dim, kKeyBlock], allocated on the first such step;
+  // blocked[l]: positions of layer l copied (0 after a re-rotation).
+  std::vector<float> k_blocks;
+  std::vector<std::int64_t> blocked;
+  std::vector<std::int32_t> group_positions;  // decoding by kv head: the token's position, per head
+  std::vector<std::int32_t> all_positions;    // 0, 1, ..., capacity - 1
   // Scratch, [step, ...] row-major.
   std::vector<float> x, xb, q, k, v, att, hb, hb2;
   Profile profile;
@@ -155,6 +161,7 @@ struct Session::State {
         rerotate_keys(freqs, next, keys,
                       std::span<const std::int32_t>(all_positions.data(), z(size)), opt.threads);
       }
+      std::fill(blocked.begin(), blocked.end(), 0);
       ++rerotations;
       profile.stop(kRerotate);
     }
@@ -162,6 +169,34 @@ struct Session::State {
   }
 
   void step(std::span<const std::int32_t> tokens, float* logits, std::int64_t first_logit);
+
+  // Layer l's keys [blocked[l], end) into k_blocks.
+  void block_keys(std::int64_t l, std::int64_t end) {
+    const Config& c = model->config();
+    const std::int64_t hd = c.head_dim(), KV = c.kv_dim();
+    const std::int64_t blocks = (opt.capacity + detail::kKeyBlock - 1) / detail::kKeyBlock;
+    if (k_blocks.empty()) {
+      k_blocks.assign(z(c.layers * c.kv_heads * blocks * hd * detail::kKeyBlock), 0.0f);
+      blocked.assign(z(c.layers), 0);
+    }
+    for (std::int64_t p = blocked[z(l)]; p < end; ++p) {
+      const float* src = k_cache.data() + (l * opt.capacity + p) * KV;
+      for (std::int64_t g = 0; g < c.kv_heads; ++g) {
+        float* dst =
+            k_blocks.data() +
+            ((l * c.kv_heads + g) * blocks + p / detail::kKeyBlock) * hd * detail::kKeyBlock +
+            p % detail::kKeyBlock;
+        for (std::int64_t e = 0; e < hd; ++e) dst[e * detail::kKeyBlock] = src[g * hd + e];
+      }
+    }
+    blocked[z(l)] = end;
+  }
+
+  const float* key_blocks(std::int64_t l, std::int64_t g) const {
+    const Config& c = model->config();
+    const std::int64_t blocks = (opt.capacity + detail::kKeyBlock - 1) / detail::kKeyBlock;
+    return k_blocks.data() + (l * c.kv_heads + g) * blocks * c.head_dim() * detail::kKeyBlock;
+  }
 
   // Tokens [s0, s1) of a forward() call as one step.
   void run_step(std::span<const std::int32_t> tokens, std::span<float> logits,
@@ -219,28 +254,36 @@ void Session::State::step(std::span<const std::int32_t> tokens, float* logits,
       std::copy_n(v.data() + t * KV, KV, v_cache.data() + (l * opt.capacity + p0 + t) * KV);
     }
 
+    const bool decoding = m <= detail::kPerQueryMaxTokens;
+    if (decoding) block_keys(l, p0 + m);
+
     profile.stop(kRope);
     profile.start();
-    // Attention: tasks are (head, tile of query tokens).
+    // Attention: tasks are (head, tile of query tokens); decoding one token, (kv head): the
+    // group's query heads share the keys and values, and their sums interleave.
     const std::int64_t tile = detail::attention_tile_tokens();
     const std::int64_t tiles = (m + tile - 1) / tile;
-    parallel(c.heads * tiles, [&](std::int64_t t0, std::int64_t t1) {
+    const bool by_group = m == 1 && group <= detail::kPerQueryMaxTokens;
+    if (by_group) group_positions.assign(z(group), static_cast<std::int32_t>(p0));
+    parallel(by_group ? c.kv_heads : c.heads * tiles, [&](std::int64_t t0, std::int64_t t1) {
       for (std::int64_t task = t0; task < t1; ++task) {
-        const std::int64_t h = task / tiles, first = (task % tiles) * tile;
+        const std::int64_t h = by_group ? task * group : task / tiles;
+        const std::int64_t first = by_group ? 0 : (task % tiles) * tile;
         const std::int64_t g = h / group;
         detail::AttentionArgs a;
         a.q = q.data() + first * H + h * hd;
-        a.q_stride = H;
-        a.positions = positions.data() + first;
-        a.tokens = std::min(tile, m - first);
+        a.q_stride = by_group ? hd : H;
+        a.positions = by_group ? group_positions.data() : positions.data() + first;
+        a.tokens = by_group ? group : std::min(tile, m - first);
         a.k = k_cache.data() + l * opt.capacity * KV + g * hd;
         a.k_stride = KV;
         a.v = v_cache.data() + l * opt.capacity * KV + g * hd;
         a.v_stride = KV;
+        if (decoding) a.k_blocks = key_blocks(l, g);
         a.head_dim = hd;
         a.scale = scale;
         a.out = att.data() + first * H + h * hd;
-        a.out_stride = H;
+        a.out_stride = by_group ? hd : H;
         detail::attend(a);
       }
     });
@@ -329,6 +372,7 @@ std::int64_t Session::rerotations() const { return state_->rerotations; }
 void Session::reset() {
   state_->size = 0;
   state_->rerotations = 0;
+  std::fill(state_->blocked.begin(), state_->blocked.end(), 0);
   state_->freqs = state_->initial;
 }
 

@@ -141,7 +141,18 @@ struct Data {
       positions.push_back(static_cast<std::int32_t>(keys - tokens + t));
   }
 
-  std::vector<float> attend(AttentionPath path) const {
+  // The keys in attention's blocks (kernels.h: AttentionArgs::k_blocks).
+  std::vector<float> blocks() const {
+    constexpr std::int64_t kb = posenc::llama::detail::kKeyBlock;
+    std::vector<float> b(static_cast<std::size_t>((keys + kb - 1) / kb * kb * hd), 0.0f);
+    for (std::int64_t j = 0; j < keys; ++j)
+      for (std::int64_t e = 0; e < hd; ++e)
+        b[static_cast<std::size_t>(j / kb * hd * kb + e * kb + j % kb)] =
+            k[static_cast<std::size_t>(j * k_stride + e)];
+    return b;
+  }
+
+  std::vector<float> attend(AttentionPath path, const float* k_blocks = nullptr) const {
     std::vector<float> out(static_cast<std::size_t>(tokens * hd), -1.0f);
     AttentionArgs a;
     a.q = q.data();
@@ -152,6 +163,7 @@ struct Data {
     a.k_stride = k_stride;
     a.v = v.data();
     a.v_stride = k_stride;
+    a.k_blocks = k_blocks;
     a.head_dim = hd;
     a.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(hd)));
     a.out = out.data();
@@ -208,6 +220,7 @@ TEST(LlamaAttentionKernel, PathsGiveTheSameBitsAndMatchFloat64OnEveryTarget) {
           EXPECT_EQ(tile, data.attend(AttentionPath::kPerQuery))
               << target << " hd " << hd << " keys " << keys << " tokens " << tokens;
           EXPECT_EQ(tile, data.attend(AttentionPath::kAuto));
+          EXPECT_EQ(tile, data.attend(AttentionPath::kPerQuery, data.blocks().data()));
           EXPECT_LT(data.error(tile), 2e-5)
               << target << " hd " << hd << " keys " << keys << " tokens " << tokens;
         }
