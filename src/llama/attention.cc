@@ -162,8 +162,20 @@ void AttendTile(const AttentionArgs& a) {
       hn::StoreU(p, d, s + j * n);
       sum = hn::Add(sum, p);
     }
-    // Four dims at a time: four independent sums hide the latency of MulAdd.
+    // Eight dims at a time: one chain of MulAdd per dim, each waiting for its last MulAdd (4
+    // cycles), so eight chains keep two FMA ports busy (2 x 4 = 8); four did half of that.
     std::int64_t e = 0;
+    for (; e + 8 <= hd; e += 8) {
+      float* ap = acc.data() + e * n;
+      hn::Vec<D> c[8];
+      for (int i = 0; i < 8; ++i) c[i] = hn::LoadU(d, ap + i * n);
+      for (std::int64_t j = jb; j < je; ++j) {
+        const auto p = hn::LoadU(d, s + j * n);
+        const float* vp = a.v + j * a.v_stride + e;
+        for (int i = 0; i < 8; ++i) c[i] = hn::MulAdd(p, hn::Set(d, vp[i]), c[i]);
+      }
+      for (int i = 0; i < 8; ++i) hn::StoreU(c[i], d, ap + i * n);
+    }
     for (; e + 4 <= hd; e += 4) {
       float* ap = acc.data() + e * n;
       auto c0 = hn::LoadU(d, ap), c1 = hn::LoadU(d, ap + n), c2 = hn::LoadU(d, ap + 2 * n),
