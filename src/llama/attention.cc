@@ -40,7 +40,8 @@ constexpr float kLog2e = 1.44269504088896340736f;
 // (2^-34) stay below half an ulp of 1 (2^-25): the float32 sums do not see them.
 constexpr float kMinLog2Weight = -64.0f;
 
-// 2^x for x in [-64, 0], 0 for x < -64 (and for -inf, a masked score).
+// 2^x for x in [-64, 0], 0 for x < -64 (and for -inf, a masked score). Max may turn a NaN into
+// -64, so the callers make a query whose scores give a NaN output NaN themselves.
 //
 // x = n + f with n = round(x) and f = x - n in [-1/2, 1/2]; 2^x = 2^n p(f).
 // - n: x + M with M = 1.5 2^23 + 127 lies in [2^23, 2^24), where the float32 spacing is 1, so
@@ -117,6 +118,7 @@ void AttendTile(const AttentionArgs& a) {
   // Pass 1: scores, masked past each lane's position; four dims per sweep over the block (four
   // products per load and store of s_j).
   auto m = neg_inf;
+  auto nan = hn::FirstN(d, 0);  // lanes with a NaN score
   for (std::int64_t jb = 0; jb < keys; jb += kBlock) {
     const std::int64_t je = std::min(keys, jb + kBlock);
     std::int64_t e = 0;
@@ -150,6 +152,7 @@ void AttendTile(const AttentionArgs& a) {
         hn::StoreU(v, d, s + j * n);
       }
       m = hn::Max(m, v);
+      nan = hn::Or(nan, hn::IsNaN(v));
     }
   }
 
@@ -200,6 +203,10 @@ void AttendTile(const AttentionArgs& a) {
       hn::StoreU(c, d, acc.data() + e * n);
     }
   }
+  // A NaN score, or an infinite maximum (s - max = inf - inf), would reach exp as NaN, which its
+  // clamp turns into a weight of 2^-64: such a query's output is NaN instead.
+  nan = hn::Or(nan, hn::Not(hn::IsFinite(m)));
+  sum = hn::IfThenElse(nan, hn::Set(d, std::numeric_limits<float>::quiet_NaN()), sum);
   for (std::int64_t e = 0; e < hd; ++e) {
     hn::StoreU(hn::Div(hn::LoadU(d, acc.data() + e * n), sum), d, tmp.data());
     for (std::int64_t t = 0; t < a.tokens; ++t)
@@ -213,7 +220,8 @@ void AttendTile(const AttentionArgs& a) {
 // weights, a chain of its own.
 template <int Q, class DV>
 HWY_INLINE void WeightedValues(DV dv, const AttentionArgs& a, const float* p, std::int64_t stride,
-                               std::int64_t keys, std::int64_t e0, float* sum, float* const* out) {
+                               std::int64_t keys, std::int64_t e0, const bool* poison, float* sum,
+                               float* const* out) {
   hn::Vec<DV> c[Q];
   float acc[Q];
   for (int i = 0; i < Q; ++i) c[i] = hn::Zero(dv), acc[i] = 0.0f;
@@ -227,7 +235,7 @@ HWY_INLINE void WeightedValues(DV dv, const AttentionArgs& a, const float* p, st
     }
   }
   for (int i = 0; i < Q; ++i) {
-    if (e0 == 0) sum[i] = acc[i];
+    if (e0 == 0) sum[i] = poison[i] ? std::numeric_limits<float>::quiet_NaN() : acc[i];
     hn::StoreU(hn::Div(c[i], hn::Set(dv, sum[i])), dv, out[i] + e0);
   }
 }
@@ -262,7 +270,8 @@ void AttendFew(const AttentionArgs& a, std::int64_t t0) {
   const auto neg_inf = hn::Set(d, -std::numeric_limits<float>::infinity());
 
   hn::Vec<decltype(d)> m[Q];
-  for (int i = 0; i < Q; ++i) m[i] = neg_inf;
+  hn::Mask<decltype(d)> nan[Q];
+  for (int i = 0; i < Q; ++i) m[i] = neg_inf, nan[i] = hn::FirstN(d, 0);
   for (std::int64_t jb = 0; jb < keys; jb += kBlock) {
     const std::int64_t je = std::min(keys, jb + kBlock);
     const float* kb = a.k_blocks + jb / kKeyBlock * block;
@@ -287,6 +296,7 @@ void AttendFew(const AttentionArgs& a, std::int64_t t0) {
         }
         hn::StoreU(v, d, s + i * padded + j);
         m[i] = hn::Max(m[i], v);
+        nan[i] = hn::Or(nan[i], hn::IsNaN(v));
       }
     }
   }
@@ -301,11 +311,14 @@ void AttendFew(const AttentionArgs& a, std::int64_t t0) {
   const hn::CappedTag<float, 1> d1;
   const std::int64_t n8 = static_cast<std::int64_t>(hn::Lanes(d8));
   float sum[Q];
+  bool poison[Q];  // a NaN score: the output is NaN, as the tile's
+  for (int i = 0; i < Q; ++i)
+    poison[i] = !hn::AllFalse(d, hn::Or(nan[i], hn::Not(hn::IsFinite(hn::MaxOfLanes(d, m[i])))));
   float* out[Q];
   for (int i = 0; i < Q; ++i) out[i] = a.out + (t0 + i) * a.out_stride;
   std::int64_t e = 0;
-  for (; e + n8 <= hd; e += n8) WeightedValues<Q>(d8, a, s, padded, keys, e, sum, out);
-  for (; e < hd; ++e) WeightedValues<Q>(d1, a, s, padded, keys, e, sum, out);
+  for (; e + n8 <= hd; e += n8) WeightedValues<Q>(d8, a, s, padded, keys, e, poison, sum, out);
+  for (; e < hd; ++e) WeightedValues<Q>(d1, a, s, padded, keys, e, poison, sum, out);
 }
 
 void Attend(const AttentionArgs& a) {

@@ -90,7 +90,8 @@ float attend_two_keys(float score, AttentionPath path) {
   a.out_stride = hd;
   a.path = path;
   posenc::llama::detail::attend(a);
-  for (std::int64_t e = 1; e < hd; ++e) EXPECT_EQ(out[e], out[0]);
+  for (std::int64_t e = 1; e < hd; ++e)
+    EXPECT_TRUE(out[e] == out[0] || (std::isnan(out[e]) && std::isnan(out[0]))) << out[e];
   return out[0];
 }
 
@@ -99,6 +100,18 @@ TEST(LlamaAttentionKernel, WeightsBelowTwoToTheMinus64AreZero) {
     for (AttentionPath path : {AttentionPath::kTile, AttentionPath::kPerQuery}) {
       EXPECT_EQ(attend_two_keys(-50.0f, path), 0.0f);   // e^-50 = 1.9e-22 < 2^-64 = 5.4e-20
       EXPECT_EQ(attend_two_keys(-100.0f, path), 0.0f);  // exp alone would give a subnormal
+    }
+  });
+}
+
+TEST(LlamaAttentionKernel, ANaNScoreGivesNaN) {
+  // A score of inf: what an attention factor of 1e30 makes of q . k (cli_limits_test); s - max is
+  // then inf - inf. The exponential's clamp would turn a NaN into the weight 2^-64.
+  posenc_test::ForEachTarget([&](const std::string& target) {
+    for (AttentionPath path : {AttentionPath::kTile, AttentionPath::kPerQuery}) {
+      EXPECT_TRUE(std::isnan(attend_two_keys(std::nanf(""), path))) << target;
+      EXPECT_TRUE(std::isnan(attend_two_keys(std::numeric_limits<float>::infinity(), path)))
+          << target << ": inf - inf";
     }
   });
 }
