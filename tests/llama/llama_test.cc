@@ -326,8 +326,8 @@ void check_dynamic(const std::string& method) {
   // Decoding: one token per call, so a step per token, new frequencies and a re-rotation of the
   // cache (and of the decoder's key blocks) at every length past L; reset() in between.
   const auto want_decoded = ref.forward(tokens, [&](std::size_t t) {
-    const posenc::Frequencies f = posenc::compute_frequencies(
-        spec, posenc::Numerics::kPrecise, static_cast<std::int64_t>(t) + 1);
+    const posenc::Frequencies f = posenc::compute_frequencies(spec, posenc::Numerics::kPrecise,
+                                                              static_cast<std::int64_t>(t) + 1);
     return std::pair{f.inv_freq, f.attention_factor};
   });
   const auto decode = [&](const std::vector<std::int32_t>& ids) {
