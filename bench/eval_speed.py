@@ -9,7 +9,8 @@ Usage (from the repository root, after a release build):
 
 Per cell: tokens/s of wall time (eval's tokens_per_second) and tokens per CPU second (the
 forward pass's CPU time of all threads, from POSENC_PROFILE=1), which depends much less on the
-load of a shared machine. Methods at one context run in one process, one after another.
+load of a shared machine; for generate, tokens/s of wall time and milliseconds of CPU per decoded
+token (generate's own count, all threads). Methods at one context run in one process, one after another.
 """
 import argparse
 import json
@@ -63,8 +64,10 @@ def generate_speed(a, model, text):
             if m not in ("none", "dynamic-yarn"):
                 cmd += ["--factor", str(max(1.0, pos / 512))]
             p = run(cmd)
-            g = re.search(r"(\d+) tokens generated .* \(([0-9.]+) tokens/s\)", p.stderr)
-            rows[(m, pos)] = (float(g.group(2)), int(g.group(1)))
+            g = re.search(r"(\d+) tokens generated .* \(([0-9.]+) tokens/s; ([0-9.]+) CPU s",
+                          p.stderr)
+            n = int(g.group(1))
+            rows[(m, pos)] = (float(g.group(2)), n, 1e3 * float(g.group(3)) / n if n else 0)
         print(f"generate at {pos} done, load {loadavg()}", file=sys.stderr)
     return rows
 
@@ -111,9 +114,10 @@ def main():
                      f"{worst_cpu / best_cpu:.2f} (CPU).")
     lines += ["", f"`posenc generate`, {a.gen_tokens} tokens decoded one at a time after a "
               "prompt of BOS + position-1 tokens of the text (factor max(1, position / 512)), "
-              "tokens/s (wall):", ""]
+              "tokens/s (wall) / ms of CPU per token (the decoding loop, all threads):", ""]
     lines += table([f"from position {p}" for p in POSITIONS], POSITIONS, gen,
-                   lambda v: f"{v[0]:,.0f}" + ("" if v[1] == a.gen_tokens else f" ({v[1]} tokens)"))
+                   lambda v: f"{v[0]:,.0f} / {v[2]:.2f}" +
+                   ("" if v[1] == a.gen_tokens else f" ({v[1]} tokens)"))
     block = "\n".join(lines)
     print(block)
     if a.no_write:

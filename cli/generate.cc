@@ -1,5 +1,7 @@
 // `posenc generate --model M --prompt TEXT`: continue a prompt with a Llama model, as a sanity
 // check of the forward pass and of a scaling method (greedy unless --temperature is set).
+#include <time.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -23,6 +25,13 @@
 
 namespace posenc::cli {
 namespace {
+
+// CPU seconds of all the process's threads (the decoding loop's cost, whatever the load).
+double process_cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
 
 struct GenerateOptions {
   std::string model;
@@ -133,6 +142,7 @@ void run_generate(const GenerateOptions& given) {
   const auto t0 = std::chrono::steady_clock::now();
   session.forward(ids, logits, static_cast<std::int64_t>(ids.size()) - 1);
   const auto t1 = std::chrono::steady_clock::now();
+  const double cpu1 = process_cpu_seconds();
   const auto first = static_cast<std::int64_t>(ids.size());
   std::cout << prompt_text << std::flush;
   for (std::int64_t i = 0; i < o.tokens; ++i) {
@@ -147,12 +157,13 @@ void run_generate(const GenerateOptions& given) {
   std::cout << "\n" << std::flush;
   const double prompt_s = std::chrono::duration<double>(t1 - t0).count();
   const double gen_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
+  const double gen_cpu = process_cpu_seconds() - cpu1;
   const std::int64_t generated = static_cast<std::int64_t>(ids.size()) - first;
   std::cerr << fmt::format(
       "generate: BOS + prompt, {} tokens, in {:.3f} s; {} tokens generated at positions {} .. {} "
-      "in {:.3f} s ({:.0f} tokens/s)\n",
+      "in {:.3f} s ({:.0f} tokens/s; {:.3f} CPU s, all threads)\n",
       first, prompt_s, generated, first, first + generated - 1, gen_s,
-      gen_s > 0 ? static_cast<double>(generated) / gen_s : 0.0);
+      gen_s > 0 ? static_cast<double>(generated) / gen_s : 0.0, gen_cpu);
 }
 
 }  // namespace

@@ -5,9 +5,9 @@
 // projection and the feed-forward block by token. RoPE runs between the first two, on the
 // calling thread (a step rotates m x 12 heads x 4 pairs: microseconds).
 //
-// KV cache layout: keys [position, layer, kv_head, head_dim], so that all the cached keys of every
-// layer are one TensorView [positions, layers * kv_heads, head_dim] for rerotate_keys; values
-// [layer, position, kv_head, head_dim].
+// KV cache layout: keys and values [layer, position, kv_head, head_dim], so that one head-layer's
+// keys are KV floats apart (128 bytes for stories260K: two cache lines a key, streamed by the
+// prefetcher) instead of layers * KV; rerotate_keys runs once per layer.
 #include <time.h>
 
 #include <algorithm>
@@ -36,6 +36,10 @@ std::size_t z(std::int64_t v) { return static_cast<std::size_t>(v); }
 // Tokens per step of methods whose frequencies do not depend on the length: the step does not
 // change their results, and longer steps mean fewer thread wake-ups (16 per step).
 constexpr std::int64_t kStaticStep = 256;
+
+// Positions re-rotated per call of rerotate_keys: 1024 x 5 layers x 32 floats (640 KB of scratch
+// for stories260K), above rerotate_keys' threshold for using threads.
+constexpr std::int64_t kRerotateChunk = 1024;
 
 // x / sqrt(mean(x^2) + eps) * w, summed in float in order (llama2.c `rmsnorm`).
 void rmsnorm(float* out, const float* x, const float* w, std::int64_t n) {
@@ -89,6 +93,14 @@ struct Session::State {
   std::int64_t size = 0;
   std::int64_t rerotations = 0;
   std::vector<float> k_cache, v_cache;
+  // Decoding (steps of at most kPerQueryMaxTokens tokens): the keys again in attention's blocks,
+  // [layer, kv_head, position / kKeyBlock, head_dim, kKeyBlock], allocated on the first such step;
+  // blocked[l]: positions of layer l copied (0 after a re-rotation).
+  std::vector<float> k_blocks;
+  std::vector<std::int64_t> blocked;
+  std::vector<std::int32_t> group_positions;
+  std::vector<float>
+      rerotate_scratch;  // [position, layer, kv_dim], kRerotateChunk positions  // decoding by kv head: the token's position, per head
   std::vector<std::int32_t> all_positions;  // 0, 1, ..., capacity - 1
   // Scratch, [step, ...] row-major.
   std::vector<float> x, xb, q, k, v, att, hb, hb2;
@@ -115,9 +127,9 @@ struct Session::State {
     std::fputs((line + total).c_str(), stderr);
   }
 
-  std::int64_t step_tokens() const {
-    return depends_on_length(opt.rope) ? opt.step : std::max(opt.step, kStaticStep);
-  }
+  // Rows of the step buffers: static methods run in steps of max(step, 256) tokens; dynamic ones
+  // in steps of `step` tokens, consecutive steps with the same frequencies merged up to as many.
+  std::int64_t step_rows() const { return std::max(opt.step, kStaticStep); }
 
   void parallel(std::int64_t tasks, const std::function<void(std::int64_t, std::int64_t)>& body) {
     if (opt.threads <= 1 || tasks <= 1) {
@@ -139,17 +151,36 @@ struct Session::State {
     });
   }
 
-  void update_frequencies(std::int64_t seq_len) {
-    Frequencies next = compute_frequencies(opt.rope, opt.numerics, seq_len);
+  void update_frequencies(Frequencies next) {
     if (same_angles(next, freqs)) return;
     if (size > 0) {
       profile.start();
+      // rerotate_keys computes each position's rotation (exact cos/sin in double) once per call,
+      // so all layers go through one call: chunks of positions are gathered into
+      // [position, layer, kv_dim], re-rotated and scattered back (5 calls, one per layer, made
+      // re-rotation 42% of dynamic's time at ctx 2048).
       const Config& c = model->config();
-      const TensorView keys{k_cache.data(),        DType::kF32,  size,
-                            c.layers * c.kv_heads, c.head_dim(), c.layers * c.kv_dim(),
-                            c.head_dim()};
-      rerotate_keys(freqs, next, keys, std::span<const std::int32_t>(all_positions.data(), z(size)),
-                    opt.threads);
+      const std::int64_t KV = c.kv_dim(), row = c.layers * KV;
+      rerotate_scratch.resize(z(std::min(size, kRerotateChunk) * row));
+      for (std::int64_t p0 = 0; p0 < size; p0 += kRerotateChunk) {
+        const std::int64_t n = std::min(kRerotateChunk, size - p0);
+        float* scratch = rerotate_scratch.data();
+        for (std::int64_t l = 0; l < c.layers; ++l) {
+          for (std::int64_t p = 0; p < n; ++p)
+            std::copy_n(k_cache.data() + (l * opt.capacity + p0 + p) * KV, KV,
+                        scratch + p * row + l * KV);
+        }
+        const TensorView keys{scratch,      DType::kF32, n,           c.layers * c.kv_heads,
+                              c.head_dim(), row,         c.head_dim()};
+        rerotate_keys(freqs, next, keys,
+                      std::span<const std::int32_t>(all_positions.data() + p0, z(n)), opt.threads);
+        for (std::int64_t l = 0; l < c.layers; ++l) {
+          for (std::int64_t p = 0; p < n; ++p)
+            std::copy_n(scratch + p * row + l * KV, KV,
+                        k_cache.data() + (l * opt.capacity + p0 + p) * KV);
+        }
+      }
+      std::fill(blocked.begin(), blocked.end(), 0);
       ++rerotations;
       profile.stop(kRerotate);
     }
@@ -157,6 +188,43 @@ struct Session::State {
   }
 
   void step(std::span<const std::int32_t> tokens, float* logits, std::int64_t first_logit);
+
+  // Layer l's keys [blocked[l], end) into k_blocks.
+  void block_keys(std::int64_t l, std::int64_t end) {
+    const Config& c = model->config();
+    const std::int64_t hd = c.head_dim(), KV = c.kv_dim();
+    const std::int64_t blocks = (opt.capacity + detail::kKeyBlock - 1) / detail::kKeyBlock;
+    if (k_blocks.empty()) {
+      k_blocks.assign(z(c.layers * c.kv_heads * blocks * hd * detail::kKeyBlock), 0.0f);
+      blocked.assign(z(c.layers), 0);
+    }
+    for (std::int64_t p = blocked[z(l)]; p < end; ++p) {
+      const float* src = k_cache.data() + (l * opt.capacity + p) * KV;
+      for (std::int64_t g = 0; g < c.kv_heads; ++g) {
+        float* dst =
+            k_blocks.data() +
+            ((l * c.kv_heads + g) * blocks + p / detail::kKeyBlock) * hd * detail::kKeyBlock +
+            p % detail::kKeyBlock;
+        for (std::int64_t e = 0; e < hd; ++e) dst[e * detail::kKeyBlock] = src[g * hd + e];
+      }
+    }
+    blocked[z(l)] = end;
+  }
+
+  const float* key_blocks(std::int64_t l, std::int64_t g) const {
+    const Config& c = model->config();
+    const std::int64_t blocks = (opt.capacity + detail::kKeyBlock - 1) / detail::kKeyBlock;
+    return k_blocks.data() + (l * c.kv_heads + g) * blocks * c.head_dim() * detail::kKeyBlock;
+  }
+
+  // Tokens [s0, s1) of a forward() call as one step.
+  void run_step(std::span<const std::int32_t> tokens, std::span<float> logits,
+                std::int64_t first_logit, std::int64_t s0, std::int64_t s1) {
+    const std::int64_t vocab = model->config().vocab_size;
+    const std::int64_t first = std::max(first_logit, s0);
+    float* out = first < s1 ? logits.data() + (first - first_logit) * vocab : nullptr;
+    step(tokens.subspan(z(s0), z(s1 - s0)), out, first - s0);
+  }
 };
 
 void Session::State::step(std::span<const std::int32_t> tokens, float* logits,
@@ -201,32 +269,40 @@ void Session::State::step(std::span<const std::int32_t> tokens, float* logits,
     rope.positions = positions;
     apply_rope(freqs, rope);
     for (std::int64_t t = 0; t < m; ++t) {
-      std::copy_n(k.data() + t * KV, KV, k_cache.data() + ((p0 + t) * c.layers + l) * KV);
+      std::copy_n(k.data() + t * KV, KV, k_cache.data() + (l * opt.capacity + p0 + t) * KV);
       std::copy_n(v.data() + t * KV, KV, v_cache.data() + (l * opt.capacity + p0 + t) * KV);
     }
 
+    const bool decoding = m <= detail::kPerQueryMaxTokens;
+    if (decoding) block_keys(l, p0 + m);
+
     profile.stop(kRope);
     profile.start();
-    // Attention: tasks are (head, tile of query tokens).
+    // Attention: tasks are (head, tile of query tokens); decoding one token, (kv head): the
+    // group's query heads share the keys and values, and their sums interleave.
     const std::int64_t tile = detail::attention_tile_tokens();
     const std::int64_t tiles = (m + tile - 1) / tile;
-    parallel(c.heads * tiles, [&](std::int64_t t0, std::int64_t t1) {
+    const bool by_group = m == 1 && group <= detail::kPerQueryMaxTokens;
+    if (by_group) group_positions.assign(z(group), static_cast<std::int32_t>(p0));
+    parallel(by_group ? c.kv_heads : c.heads * tiles, [&](std::int64_t t0, std::int64_t t1) {
       for (std::int64_t task = t0; task < t1; ++task) {
-        const std::int64_t h = task / tiles, first = (task % tiles) * tile;
+        const std::int64_t h = by_group ? task * group : task / tiles;
+        const std::int64_t first = by_group ? 0 : (task % tiles) * tile;
         const std::int64_t g = h / group;
         detail::AttentionArgs a;
         a.q = q.data() + first * H + h * hd;
-        a.q_stride = H;
-        a.positions = positions.data() + first;
-        a.tokens = std::min(tile, m - first);
-        a.k = k_cache.data() + l * KV + g * hd;
-        a.k_stride = c.layers * KV;
+        a.q_stride = by_group ? hd : H;
+        a.positions = by_group ? group_positions.data() : positions.data() + first;
+        a.tokens = by_group ? group : std::min(tile, m - first);
+        a.k = k_cache.data() + l * opt.capacity * KV + g * hd;
+        a.k_stride = KV;
         a.v = v_cache.data() + l * opt.capacity * KV + g * hd;
         a.v_stride = KV;
+        if (decoding) a.k_blocks = key_blocks(l, g);
         a.head_dim = hd;
         a.scale = scale;
         a.out = att.data() + first * H + h * hd;
-        a.out_stride = H;
+        a.out_stride = by_group ? hd : H;
         detail::attend(a);
       }
     });
@@ -298,7 +374,7 @@ Session::Session(const Model& model, SessionOptions options) : state_(std::make_
   s.v_cache.assign(s.k_cache.size(), 0.0f);
   s.all_positions.resize(z(s.opt.capacity));
   std::iota(s.all_positions.begin(), s.all_positions.end(), 0);
-  const std::int64_t rows = std::min(s.step_tokens(), s.opt.capacity);
+  const std::int64_t rows = std::min(s.step_rows(), s.opt.capacity);
   for (auto* buf : {&s.x, &s.xb, &s.q, &s.att}) buf->assign(z(rows * c.dim), 0.0f);
   for (auto* buf : {&s.k, &s.v}) buf->assign(z(rows * c.kv_dim()), 0.0f);
   for (auto* buf : {&s.hb, &s.hb2}) buf->assign(z(rows * c.hidden_dim), 0.0f);
@@ -315,6 +391,7 @@ std::int64_t Session::rerotations() const { return state_->rerotations; }
 void Session::reset() {
   state_->size = 0;
   state_->rerotations = 0;
+  std::fill(state_->blocked.begin(), state_->blocked.end(), 0);
   state_->freqs = state_->initial;
 }
 
@@ -342,13 +419,28 @@ void Session::forward(std::span<const std::int32_t> tokens, std::span<float> log
                   ") is outside the vocabulary [0, " + std::to_string(c.vocab_size) + ")");
     }
   }
-  const std::int64_t step = s.step_tokens();
-  for (std::int64_t s0 = 0; s0 < n; s0 += step) {
-    const std::int64_t s1 = std::min(n, s0 + step);
-    if (depends_on_length(s.opt.rope)) s.update_frequencies(s.size + (s1 - s0));
-    const std::int64_t first = std::max(first_logit, s0);
-    float* out = first < s1 ? logits.data() + (first - first_logit) * c.vocab_size : nullptr;
-    s.step(tokens.subspan(z(s0), z(s1 - s0)), out, first - s0);
+  if (!depends_on_length(s.opt.rope)) {
+    for (std::int64_t s0 = 0; s0 < n; s0 += s.step_rows())
+      s.run_step(tokens, logits, first_logit, s0, std::min(n, s0 + s.step_rows()));
+    return;
+  }
+  // Dynamic methods: steps of opt.step tokens, each with the frequencies of the length at its end.
+  // Consecutive steps whose frequencies are the same (every step up to the trained context) run
+  // as one: the same bits (a step's split does not change the forward pass), fewer parallel
+  // regions.
+  const std::int64_t step = s.opt.step;
+  for (std::int64_t s0 = 0; s0 < n;) {
+    std::int64_t s1 = std::min(n, s0 + step);
+    Frequencies f = compute_frequencies(s.opt.rope, s.opt.numerics, s.size + (s1 - s0));
+    while (s1 < n && std::min(n, s1 + step) - s0 <= s.step_rows()) {
+      const std::int64_t next = std::min(n, s1 + step);
+      if (!same_angles(compute_frequencies(s.opt.rope, s.opt.numerics, s.size + (next - s0)), f))
+        break;
+      s1 = next;
+    }
+    s.update_frequencies(std::move(f));
+    s.run_step(tokens, logits, first_logit, s0, s1);
+    s0 = s1;
   }
 }
 

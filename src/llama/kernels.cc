@@ -1,11 +1,11 @@
 // The Llama forward pass's SIMD kernels, written once with Google Highway for every target and
 // dispatched at run time (as rope/kernels/rotate.cc).
 //
-// Vectorised across independent outputs only: matmul across output columns, attention across the
-// query tokens of a tile. So each output element is a plain left-to-right sum whose operations do
-// not depend on the vector width nor on how the caller splits the work; separate Mul and Add
-// (never MulAdd) keep every target's sums the same. Tails run the body's code on a one-lane tag
-// (matmul) or on a padded full vector (silu, log-sum-exp, attention's tile).
+// Vectorised across independent outputs only (matmul across output columns), so each output
+// element is a plain left-to-right sum whose operations do not depend on the vector width nor on
+// how the caller splits the work; separate Mul and Add (never MulAdd) keep every target's sums the
+// same. Tails run the body's code on a one-lane tag (matmul) or on a padded full vector (silu,
+// log-sum-exp). Attention is in cache_attention.cc.
 // foreach_target.h re-includes this file once per target, so the order of these lines is
 // Highway's, not alphabetical.
 // clang-format off
@@ -109,133 +109,6 @@ void MatMul(const MatMulArgs& a) {
   }
 }
 
-// Keys per block: a block of scores (kBlock x lanes floats, 8 KiB at 16 lanes) stays in L1
-// between the passes over the head dims.
-constexpr std::int64_t kBlock = 128;
-constexpr float kMinLogWeight = -44.3614195558365f;  // ln(2^-64)
-
-void Attend(const AttentionArgs& a) {
-  const D d;
-  const hn::RebindToSigned<D> di;
-  const std::int64_t n = static_cast<std::int64_t>(hn::Lanes(d));
-  const std::int64_t hd = a.head_dim;
-  thread_local std::vector<float> scores, qt, acc, tmp;
-  thread_local std::vector<std::int32_t> pos;
-
-  std::int32_t pmin = a.positions[0], pmax = a.positions[0];
-  for (std::int64_t t = 1; t < a.tokens; ++t) {
-    pmin = std::min(pmin, a.positions[t]);
-    pmax = std::max(pmax, a.positions[t]);
-  }
-  const auto ln = static_cast<std::size_t>(n);
-  pos.assign(ln, pmax);  // lanes past the tile compute a copy of the last token, then are dropped
-  qt.assign(static_cast<std::size_t>(hd) * ln, 0.0f);
-  acc.assign(static_cast<std::size_t>(hd) * ln, 0.0f);
-  tmp.resize(ln);
-  for (std::int64_t t = 0; t < a.tokens; ++t) {
-    pos[static_cast<std::size_t>(t)] = a.positions[t];
-    for (std::int64_t e = 0; e < hd; ++e)
-      qt[static_cast<std::size_t>(e * n + t)] = a.q[t * a.q_stride + e] * a.scale;
-  }
-  const std::int64_t keys = std::int64_t{pmax} + 1;
-  scores.resize(static_cast<std::size_t>(keys * n));
-  float* s = scores.data();
-  const auto posv = hn::LoadU(di, pos.data());
-  const auto neg_inf = hn::Set(d, -std::numeric_limits<float>::infinity());
-
-  // Pass 1: scores s_j = sum_e (scale q_e) k_je in order of e; masked past each lane's position.
-  // Four dims per sweep over the block: four products per load and store of s_j.
-  auto m = neg_inf;
-  for (std::int64_t jb = 0; jb < keys; jb += kBlock) {
-    const std::int64_t je = std::min(keys, jb + kBlock);
-    std::int64_t e = 0;
-    for (; e + 4 <= hd; e += 4) {
-      const auto q0 = hn::LoadU(d, qt.data() + e * n), q1 = hn::LoadU(d, qt.data() + (e + 1) * n);
-      const auto q2 = hn::LoadU(d, qt.data() + (e + 2) * n),
-                 q3 = hn::LoadU(d, qt.data() + (e + 3) * n);
-      for (std::int64_t j = jb; j < je; ++j) {
-        const float* kp = a.k + j * a.k_stride + e;
-        auto v = hn::Mul(q0, hn::Set(d, kp[0]));
-        if (e > 0) v = hn::Add(hn::LoadU(d, s + j * n), v);
-        v = hn::Add(v, hn::Mul(q1, hn::Set(d, kp[1])));
-        v = hn::Add(v, hn::Mul(q2, hn::Set(d, kp[2])));
-        v = hn::Add(v, hn::Mul(q3, hn::Set(d, kp[3])));
-        hn::StoreU(v, d, s + j * n);
-      }
-    }
-    for (; e < hd; ++e) {
-      const auto qe = hn::LoadU(d, qt.data() + e * n);
-      for (std::int64_t j = jb; j < je; ++j) {
-        auto v = hn::Mul(qe, hn::Set(d, a.k[j * a.k_stride + e]));
-        if (e > 0) v = hn::Add(hn::LoadU(d, s + j * n), v);
-        hn::StoreU(v, d, s + j * n);
-      }
-    }
-    for (std::int64_t j = jb; j < je; ++j) {
-      auto v = hn::LoadU(d, s + j * n);
-      if (j > pmin) {
-        v = hn::IfThenElse(
-            hn::RebindMask(d, hn::Lt(posv, hn::Set(di, static_cast<std::int32_t>(j)))), neg_inf, v);
-        hn::StoreU(v, d, s + j * n);
-      }
-      m = hn::Max(m, v);
-    }
-  }
-
-  // Pass 2: p_j = exp(s_j - max) (0 where masked), their sum, and sum_j p_j v_j in order of j.
-  // Weights below 2^-64 are 0, and exp never sees an argument below -64 ln 2: underflowing towards
-  // subnormals (in exp itself, in p v, in the sums of tiny terms) made plain RoPE at ctx 2048 1.2x
-  // slower than ntk (docs/eval.md). Beside the weight 1 of the maximum, even 2^30 such weights
-  // (2^-34) stay below half an ulp of 1 (2^-25): the sums do not see them.
-  const auto cut = hn::Set(d, kMinLogWeight);
-  auto sum = hn::Zero(d);
-  for (std::int64_t jb = 0; jb < keys; jb += kBlock) {
-    const std::int64_t je = std::min(keys, jb + kBlock);
-    for (std::int64_t j = jb; j < je; ++j) {
-      const auto x = hn::Sub(hn::LoadU(d, s + j * n), m);
-      auto p = hn::IfThenZeroElse(hn::Lt(x, cut), hn::Exp(d, hn::Max(x, cut)));
-      if (j > pmin)
-        p = hn::IfThenZeroElse(
-            hn::RebindMask(d, hn::Lt(posv, hn::Set(di, static_cast<std::int32_t>(j)))), p);
-      hn::StoreU(p, d, s + j * n);
-      sum = hn::Add(sum, p);
-    }
-    // Four dims at a time: four independent sums hide the latency of Add.
-    std::int64_t e = 0;
-    for (; e + 4 <= hd; e += 4) {
-      float* ap = acc.data() + e * n;
-      auto c0 = hn::LoadU(d, ap), c1 = hn::LoadU(d, ap + n), c2 = hn::LoadU(d, ap + 2 * n),
-           c3 = hn::LoadU(d, ap + 3 * n);
-      for (std::int64_t j = jb; j < je; ++j) {
-        const auto p = hn::LoadU(d, s + j * n);
-        const float* vp = a.v + j * a.v_stride + e;
-        c0 = hn::Add(c0, hn::Mul(p, hn::Set(d, vp[0])));
-        c1 = hn::Add(c1, hn::Mul(p, hn::Set(d, vp[1])));
-        c2 = hn::Add(c2, hn::Mul(p, hn::Set(d, vp[2])));
-        c3 = hn::Add(c3, hn::Mul(p, hn::Set(d, vp[3])));
-      }
-      hn::StoreU(c0, d, ap);
-      hn::StoreU(c1, d, ap + n);
-      hn::StoreU(c2, d, ap + 2 * n);
-      hn::StoreU(c3, d, ap + 3 * n);
-    }
-    for (; e < hd; ++e) {
-      auto c = hn::LoadU(d, acc.data() + e * n);
-      for (std::int64_t j = jb; j < je; ++j) {
-        c = hn::Add(c, hn::Mul(hn::LoadU(d, s + j * n), hn::Set(d, a.v[j * a.v_stride + e])));
-      }
-      hn::StoreU(c, d, acc.data() + e * n);
-    }
-  }
-  for (std::int64_t e = 0; e < hd; ++e) {
-    hn::StoreU(hn::Div(hn::LoadU(d, acc.data() + e * n), sum), d, tmp.data());
-    for (std::int64_t t = 0; t < a.tokens; ++t)
-      a.out[t * a.out_stride + e] = tmp[static_cast<std::size_t>(t)];
-  }
-}
-
-std::int64_t AttentionTileTokens() { return static_cast<std::int64_t>(hn::Lanes(D())); }
-
 // silu(g) u = g u / (1 + exp(-g)); exp's argument is capped at 88 (exp(88) < FLT_MAX), where
 // the sigmoid is already below 1e-38.
 template <class V>
@@ -289,14 +162,10 @@ HWY_AFTER_NAMESPACE();
 namespace posenc::llama::detail {
 
 HWY_EXPORT(MatMul);
-HWY_EXPORT(Attend);
-HWY_EXPORT(AttentionTileTokens);
 HWY_EXPORT(SiluMulKernel);
 HWY_EXPORT(LogSumExp);
 
 void matmul(const MatMulArgs& args) { HWY_DYNAMIC_DISPATCH(MatMul)(args); }
-void attend(const AttentionArgs& args) { HWY_DYNAMIC_DISPATCH(Attend)(args); }
-std::int64_t attention_tile_tokens() { return HWY_DYNAMIC_DISPATCH(AttentionTileTokens)(); }
 void silu_mul(float* gate, const float* up, std::int64_t n) {
   HWY_DYNAMIC_DISPATCH(SiluMulKernel)(gate, up, n);
 }

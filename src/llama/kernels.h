@@ -1,10 +1,10 @@
 // src/llama/kernels.h: the SIMD kernels of the Llama forward pass (internal).
 //
 // Each kernel computes every output element with the same float32 operations in the same order
-// whatever rows, tiles or threads the caller splits the work into: matmul and attention are
-// vectorised across independent outputs (columns, query tokens), never across a sum. A forward
-// pass is therefore bit for bit the same on 1 or 2 threads and with any step size, on a given
-// SIMD target.
+// whatever rows, tiles or threads the caller splits the work into: matmul is vectorised across
+// output columns, attention across the queries of a tile or the keys of one query, never across a
+// sum. A forward pass is therefore bit for bit the same on 1 or 2 threads and with any step size,
+// on a given SIMD target.
 #pragma once
 
 #include <cstdint>
@@ -28,11 +28,33 @@ struct MatMulArgs {
 };
 void matmul(const MatMulArgs& args);
 
+// Which code attend() runs; both give the same bits (src/llama/cache_attention.cc). kAuto: per query
+// for at most kPerQueryMaxTokens queries (decoding), else the tile.
+enum class AttentionPath { kAuto, kTile, kPerQuery };
+// The tile's cost per key does not depend on how many of its lanes are used; the per-query path's
+// grows with the queries. CPU time of one call against 4096 keys (AVX3, 16 lanes, hd 8, keys
+// transposed by the call): tile 32-35 us for 1 to 16 queries; per query 18, 21, 22, 25 us for 1
+// to 4 queries and 48 for 8 (Q > 4 runs in groups of 4); with the caller's key blocks 8, 11 and
+// 18 us for 1, 2 and 4.
+inline constexpr std::int64_t kPerQueryMaxTokens = 4;
+
+// Positions per block of AttentionArgs::k_blocks; a power of two.
+inline constexpr std::int64_t kKeyBlock = 16;
+
 // Causal attention of one head for a tile of up to attention_tile_tokens() query tokens:
 //   out[t] = sum_j p_tj v_j,  p_t = softmax_j(scale * q_t . k_j) over j in [0, positions[t]]
+// computed in base 2 (p_tj = 2^(s_tj - max), s_tj = (scale log2 e) q_t . k_j) with weights below
+// 2^-64 set to 0; each output is within about 2e-7 relative of the same sums with exact exp.
 //   q:   tokens x head_dim, row stride q_stride (already rotated)
 //   k, v: position j's vector at k + j * k_stride, v + j * v_stride (the cache of one kv head)
+//   k_blocks: optional, the same keys in blocks of kKeyBlock positions (dim e of key j at
+//             k_blocks[(j / kKeyBlock) * head_dim * kKeyBlock + e * kKeyBlock + j % kKeyBlock],
+//             positions up to the last query's); the per-query path then reads them instead of
+//             transposing k itself
 //   out: tokens x head_dim, row stride out_stride
+// Each output element is computed by the same operations in the same order whatever the tile
+// it is in, the path, and the thread; MulAdd (fused where the target has FMA) makes the last bits
+// depend on the SIMD target.
 struct AttentionArgs {
   const float* q = nullptr;
   std::int64_t q_stride = 0;
@@ -42,13 +64,19 @@ struct AttentionArgs {
   std::int64_t k_stride = 0;
   const float* v = nullptr;
   std::int64_t v_stride = 0;
+  const float* k_blocks = nullptr;
   std::int64_t head_dim = 0;
   float scale = 1.0f;
   float* out = nullptr;
   std::int64_t out_stride = 0;
+  AttentionPath path = AttentionPath::kAuto;  // tests and benchmarks force one
 };
 void attend(const AttentionArgs& args);
 std::int64_t attention_tile_tokens();  // the SIMD width in floats
+
+// out[i] = 2^x[i] for x[i] in [-64, 0], 0 for x[i] < -64: attention's exponential (its error
+// bound is derived in cache_attention.cc), exported for its test.
+void exp2_weights(const float* x, float* out, std::int64_t n);
 
 // gate[i] = silu(gate[i]) * up[i] = gate[i] / (1 + exp(-gate[i])) * up[i], i in [0, n).
 void silu_mul(float* gate, const float* up, std::int64_t n);

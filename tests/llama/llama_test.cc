@@ -322,6 +322,26 @@ void check_dynamic(const std::string& method) {
   EXPECT_EQ(s.rerotations(), 6) << method
                                 << ": lengths 96, 128, ..., 250 each change the frequencies";
   EXPECT_LT(logit_error(got, want), 1e-5) << method;
+
+  // Decoding: one token per call, so a step per token, new frequencies and a re-rotation of the
+  // cache (and of the decoder's key blocks) at every length past L; reset() in between.
+  const auto want_decoded = ref.forward(tokens, [&](std::size_t t) {
+    const posenc::Frequencies f = posenc::compute_frequencies(spec, posenc::Numerics::kPrecise,
+                                                              static_cast<std::int64_t>(t) + 1);
+    return std::pair{f.inv_freq, f.attention_factor};
+  });
+  const auto decode = [&](const std::vector<std::int32_t>& ids) {
+    s.reset();
+    for (std::size_t t = 0; t < ids.size(); ++t)
+      s.forward(std::span<const std::int32_t>(ids.data() + t, 1),
+                std::span<float>(got.data() + t * 512, 512));
+    return got;
+  };
+  const auto decoded = decode(tokens);
+  EXPECT_EQ(s.rerotations(), 250 - 64) << method;
+  EXPECT_LT(logit_error(decoded, want_decoded), 1e-5) << method << " decoded";
+  decode(std::vector<std::int32_t>(tokens.rbegin(), tokens.rend()));
+  EXPECT_EQ(decode(tokens), decoded) << method << ": reset() leaves nothing of the last sequence";
 }
 
 TEST(LlamaForward, DynamicYarnRerotatedCacheMatchesReference) { check_dynamic("dynamic-yarn"); }

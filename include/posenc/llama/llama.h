@@ -20,10 +20,13 @@
 // depend on the sequence length (dynamic, dynamic-yarn, longrope) get new frequencies before
 // each step of at most `step` tokens, computed for the length the sequence has at the end of
 // that step; the keys already cached are re-rotated to them with posenc::rerotate_keys
-// (R(new) R(old)^T), never recomputed. Static methods run in steps of max(step, 256) tokens and
-// do not depend on how the tokens are split at all: their logits are bit for bit the same
-// whatever the steps, the calls to forward() and the number of threads (every output element is
-// computed by the same operations in the same order, only on a different thread).
+// (R(new) R(old)^T), never recomputed; consecutive steps whose frequencies are the same (every
+// step up to L) run as one. Static methods run in steps of max(step, 256) tokens and do not
+// depend on how the tokens are split at all: on one SIMD target their logits are bit for bit the
+// same whatever the steps, the calls to forward() (prefill or one token at a time) and the number
+// of threads (every output element is computed by the same operations in the same order, only on
+// a different thread or in a different kernel path). Targets differ in the last bits (fused
+// multiply-add where the target has it).
 //
 // Example:
 //   auto model = posenc::llama::Model::load("tinystories_260k_v1.bin");
@@ -178,7 +181,8 @@ RopeSpec rope_spec(const Config& config, std::string_view method = "none", doubl
 
 // A Session's KV cache (float32 keys and values of every layer) is at most this large: 4 GiB is
 // 3,355,443 positions of stories260K, 6500 times its trained context, and keeps a mistyped
-// --tokens or --ctx an error instead of bad_alloc.
+// --tokens or --ctx an error instead of bad_alloc. A Session that decodes (forward() with at most
+// 4 tokens) also keeps a copy of the keys in attention's blocks: half as much again.
 inline constexpr std::uint64_t kMaxKvCacheBytes = std::uint64_t{4} << 30;
 // And at most this many positions whatever the model (positions are int32 in the kernels).
 inline constexpr std::int64_t kMaxSessionPositions = std::int64_t{1} << 30;
