@@ -241,9 +241,11 @@ def _ppl(cell, k, step):
 
 
 def _steps_to(cell, k, target, steps):
-    for st in [0] + steps:
-        v = _ppl(cell, k, st)
-        if v is not None and v <= target:
+    """The first evaluated step (every --eval-every steps, not only the tabled ones) at which the
+    perplexity at k x L is at most target."""
+    evaluated = sorted(int(st) for st in cell["ctx"].get(str(k), {}))
+    for st in evaluated:
+        if st <= steps[-1] and _ppl(cell, k, st) <= target:
             return str(st)
     return f"> {steps[-1]}"
 
@@ -271,7 +273,8 @@ def tables(res, steps):
         if ctrl:
             t4, t1 = _ppl(ctrl, 4, last), _ppl(ctrl, 1, last)
             out.append(f"\nSteps to reach the control's perplexity (control after {last} steps: "
-                       f"{_f(t4)} at 4x, {_f(t1)} at 1x), evaluated at 4x; and at 8x after {last} steps:\n")
+                       f"{_f(t4)} at 4x, {_f(t1)} at 1x), evaluated at 4x (the first evaluated "
+                       f"step that reaches it, not only the tabled ones); and at 8x after {last} steps:\n")
             out.append("| method | reaches control 4x (" + _f(t4) + ") | reaches control 1x (" + _f(t1)
                        + f") | 8x at step 0 | 8x after {last} |")
             out.append("|---|---:|---:|---:|---:|")

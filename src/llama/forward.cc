@@ -155,7 +155,7 @@ struct Session::State {
     if (same_angles(next, freqs)) return;
     if (size > 0) {
       profile.start();
-      // rerotate_keys computes each position's rotation (exact cos/sin in double) once per call,
+      // rerotate_keys makes each position's rotation once per call,
       // so all layers go through one call: chunks of positions are gathered into
       // [position, layer, kv_dim], re-rotated and scattered back (5 calls, one per layer, made
       // re-rotation 42% of dynamic's time at ctx 2048).

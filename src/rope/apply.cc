@@ -357,21 +357,45 @@ void rerotate_keys(const Frequencies& from, const Frequencies& to, const TensorV
   detail::check_rope_view(k, "k", tokens, a, "rerotate_keys");
   const std::int64_t axes = axis_count(a);
   const auto n = static_cast<std::size_t>(from.pair_count());
-  const double old_af2 = from.attention_factor * from.attention_factor;
-  // R(new) R(old)^T is the rotation by (new - old); with attention factors folded into both
-  // rows, (c_n c_o + s_n s_o) / af_o^2 = (af_n / af_o) cos(new - old), likewise for sin.
-  RowFn row = [&](std::int64_t t, float* c, float* s) {
-    std::vector<double> co(n), so(n), cn(n), sn(n);
-    std::int64_t ap[kMaxAxes];
-    axis_positions(positions, axes, tokens, t, ap);
-    const std::span<const std::int64_t> p(ap, static_cast<std::size_t>(axes));
-    cos_sin_at(from, p, co, so);
-    cos_sin_at(to, p, cn, sn);
-    for (std::size_t i = 0; i < n; ++i) {
-      c[i] = static_cast<float>((cn[i] * co[i] + sn[i] * so[i]) / old_af2);
-      s[i] = static_cast<float>((sn[i] * co[i] - cn[i] * so[i]) / old_af2);
-    }
-  };
+  RowFn row;
+  Frequencies delta;  // outlives `row`, which reads it
+  if (from.numerics == Numerics::kPrecise && to.numerics == Numerics::kPrecise) {
+    // kPrecise rows are af cos(p w) and af sin(p w) with the angle exact, so the composite is
+    // (af_to / af_from) times the rotation by p (w_to - w_from): the rows of frequencies
+    // w_to - w_from with attention factor af_to / af_from, made as apply_rope makes its
+    // on-the-fly rows (a CosSinStepper per thread: exact anchors, stepped rows proven equal to
+    // the exact ones), instead of two exact sincos per pair and position. A pair whose frequency
+    // did not change (dynamic NTK keeps pair 0) steps by exactly (1, 0). w_to - w_from is
+    // rounded once to double (relative error 2^-53 of the angle difference), far below the
+    // float32 rounding of the result; rerotate_test.cc bounds the re-rotated keys against keys
+    // rotated directly.
+    delta = to;
+    for (std::size_t i = 0; i < n; ++i) delta.inv_freq[i] = to.inv_freq[i] - from.inv_freq[i];
+    delta.attention_factor = to.attention_factor / from.attention_factor;
+    row = detail::cos_sin_rows(delta, positions, tokens, nullptr);
+  } else {
+    // The engines' float32 rows: R(new) R(old)^T of the two rows as they are. With attention
+    // factors folded into both, (c_n c_o + s_n s_o) / af_o^2 = (af_n / af_o) cos(new - old),
+    // likewise for sin. Rows on the stack for the head dims models have.
+    const double old_af2 = from.attention_factor * from.attention_factor;
+    constexpr std::size_t kStackPairs = 256;
+    row = [&, old_af2](std::int64_t t, float* c, float* s) {
+      double stack[4 * kStackPairs];
+      std::vector<double> heap(n > kStackPairs ? 4 * n : 0);
+      double* rows = n > kStackPairs ? heap.data() : stack;
+      const std::span<double> co(rows, n), so(rows + n, n), cn(rows + 2 * n, n),
+          sn(rows + 3 * n, n);
+      std::int64_t ap[kMaxAxes];
+      axis_positions(positions, axes, tokens, t, ap);
+      const std::span<const std::int64_t> p(ap, static_cast<std::size_t>(axes));
+      cos_sin_at(from, p, co, so);
+      cos_sin_at(to, p, cn, sn);
+      for (std::size_t i = 0; i < n; ++i) {
+        c[i] = static_cast<float>((cn[i] * co[i] + sn[i] * so[i]) / old_af2);
+        s[i] = static_cast<float>((sn[i] * co[i] - cn[i] * so[i]) / old_af2);
+      }
+    };
+  }
   run(a, {Pass{&k, &k}}, tokens, Direction::kForward, threads, row, "rerotate_keys");
 }
 

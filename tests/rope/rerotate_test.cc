@@ -5,6 +5,7 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <numeric>
 #include <random>
 #include <string>
 #include <vector>
@@ -30,11 +31,12 @@ using posenc::testing::YarnSpec;
 // Re-rotating cached keys from the old frequencies to the new ones equals rotating the keys
 // directly with the new ones. Two roundings instead of one: twice the f32 budget.
 void CheckRerotation(const posenc::Frequencies& from, const posenc::Frequencies& to,
-                     const std::string& what) {
+                     const std::string& what,
+                     const std::vector<std::int64_t>& pos = {0, 1, 100, 4095, 4096, 9000, 16383}) {
   std::mt19937 rng(41);
-  const std::int64_t tokens = 7, heads = 2, d = from.spec.head_dim;
+  const auto tokens = static_cast<std::int64_t>(pos.size());
+  const std::int64_t heads = 2, d = from.spec.head_dim;
   const Buffer keys = Random(DType::kF32, static_cast<std::size_t>(tokens * heads * d), rng);
-  const std::vector<std::int64_t> pos = {0, 1, 100, 4095, 4096, 9000, 16383};
   Buffer cached = keys, direct = keys;
   posenc::RopeArgs args;
   args.positions = std::span<const std::int64_t>(pos);
@@ -56,6 +58,29 @@ TEST(RerotateKeys, DynamicNtkGrowth) {
   s.max_position_embeddings = 4096;
   CheckRerotation(posenc::compute_frequencies(s, posenc::Numerics::kPrecise, 4096),
                   posenc::compute_frequencies(s, posenc::Numerics::kPrecise, 16384), "dynamic");
+}
+
+// A prefill's consecutive positions: precise rows come from rerotate_keys' stepped rows of
+// the frequency differences (exact anchors, stepped rows in between) instead of exact ones.
+TEST(RerotateKeys, ConsecutivePositionsUseSteppedRows) {
+  posenc::RopeSpec s = Spec(64, 64, 0, Layout::kInterleaved);
+  s.method = posenc::Method::kDynamic;
+  s.factor = 4;
+  s.max_position_embeddings = 512;
+  std::vector<std::int64_t> pos(3000);
+  std::iota(pos.begin(), pos.end(), std::int64_t{1000});
+  CheckRerotation(posenc::compute_frequencies(s, posenc::Numerics::kPrecise, 2048),
+                  posenc::compute_frequencies(s, posenc::Numerics::kPrecise, 4000), "stepped", pos);
+}
+
+// hf numerics: the composite of transformers' float32 rows (not the exact rotation).
+TEST(RerotateKeys, HfNumericsComposeTheEnginesRows) {
+  posenc::RopeSpec s = Spec(64, 64, 0, Layout::kHalfSplit);
+  s.method = posenc::Method::kDynamic;
+  s.factor = 4;
+  s.max_position_embeddings = 4096;
+  CheckRerotation(posenc::compute_frequencies(s, posenc::Numerics::kHf, 4096),
+                  posenc::compute_frequencies(s, posenc::Numerics::kHf, 16384), "hf");
 }
 
 TEST(RerotateKeys, DynamicYarnChangesTheAttentionFactor) {
