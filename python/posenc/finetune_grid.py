@@ -283,6 +283,23 @@ def tables(res, steps):
                     continue
                 out.append(f"| {name} | {_steps_to(c, 4, t4, steps) if t4 else '-'} | "
                            f"{_steps_to(c, 4, t1, steps) if t1 else '-'} | {_f(_ppl(c, 8, 0))} | {_f(_ppl(c, 8, last))} |")
+        pi = methods.get("linear")
+        if pi and _ppl(pi, 4, last):
+            # The paper's comparison (Table 1): the steps each method needs to reach what PI
+            # reaches after the whole run, at the fine-tuned length and at twice it.
+            out.append(f"\nSteps to reach PI's (linear's) perplexity after {last} steps (the paper's "
+                       f"comparison; the first evaluated step at or below it; speed-up = {last} / steps):\n")
+            out.append(f"| method | at 4x (PI: {_f(_ppl(pi, 4, last))}) | speed-up | "
+                       f"at 8x (PI: {_f(_ppl(pi, 8, last))}) | speed-up |")
+            out.append("|---|---:|---:|---:|---:|")
+            for name, c in methods.items():
+                if name == "control":
+                    continue
+                row = [name]
+                for k in (4, 8):
+                    st = _steps_to(c, k, _ppl(pi, k, last), steps)
+                    row += [st, f"{last / int(st):.1f}x" if st.isdigit() and int(st) > 0 else "-"]
+                out.append("| " + " | ".join(row) + " |")
         out.append("")
     return "\n".join(out) + "\n"
 
