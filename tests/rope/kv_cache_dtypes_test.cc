@@ -33,21 +33,8 @@
 
 namespace {
 
-using posenc::CacheDType;
-using posenc::DType;
-using posenc::KvCacheLayout;
-using posenc::Layout;
-using posenc::testing::error_of;
-using posenc::testing::Names;
-using posenc_test::kv_cache::Case;
-using posenc_test::kv_cache::CheckCase;
-using posenc_test::kv_cache::Inputs;
-using posenc_test::kv_cache::kCacheDTypes;
-using posenc_test::kv_cache::kLayouts;
-using posenc_test::kv_cache::Load;
-using posenc_test::kv_cache::Make;
-using posenc_test::kv_cache::Name;
-using ::testing::HasSubstr;
+// The harness, with its using-declarations (CacheDType, DType, error_of, Names, HasSubstr, ...).
+using namespace posenc_test::kv_cache;  // NOLINT(google-build-using-namespace)
 
 // fp8 e4m3 through the fused call's value path: every float32 value class against the reference,
 // on every target (each lane position: values run through full vectors and tails).
