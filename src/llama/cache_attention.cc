@@ -274,7 +274,8 @@ void AttendFew(const AttentionArgs& a, std::int64_t t0) {
   for (int i = 0; i < Q; ++i) m[i] = neg_inf, nan[i] = hn::FirstN(d, 0);
   for (std::int64_t jb = 0; jb < keys; jb += kBlock) {
     const std::int64_t je = std::min(keys, jb + kBlock);
-    const float* kb = a.k_blocks + jb / kKeyBlock * block;
+    // (No pointer arithmetic on a null k_blocks: the keys are transposed into kt instead.)
+    const float* kb = a.k_blocks != nullptr ? a.k_blocks + jb / kKeyBlock * block : nullptr;
     if (a.k_blocks == nullptr) {
       for (std::int64_t j = jb; j < je; ++j) {
         const float* kp = a.k + j * a.k_stride;
