@@ -7,7 +7,8 @@
 //
 // KV cache layout: keys and values [layer, position, kv_head, head_dim], so that one head-layer's
 // keys are KV floats apart (128 bytes for stories260K: two cache lines a key, streamed by the
-// prefetcher) instead of layers * KV; rerotate_keys runs once per layer.
+// prefetcher) instead of layers * KV; a re-rotation gathers all layers' keys into one
+// rerotate_keys call, kRerotateChunk positions at a time.
 #include <time.h>
 
 #include <algorithm>
@@ -17,6 +18,7 @@
 #include <cstdlib>
 #include <functional>
 #include <numeric>
+#include <optional>
 #include <string>
 
 #include "llama/kernels.h"
@@ -98,10 +100,9 @@ struct Session::State {
   // blocked[l]: positions of layer l copied (0 after a re-rotation).
   std::vector<float> k_blocks;
   std::vector<std::int64_t> blocked;
-  std::vector<std::int32_t> group_positions;
-  std::vector<float>
-      rerotate_scratch;  // [position, layer, kv_dim], kRerotateChunk positions  // decoding by kv head: the token's position, per head
-  std::vector<std::int32_t> all_positions;  // 0, 1, ..., capacity - 1
+  std::vector<std::int32_t> group_positions;  // decoding by kv head: the token's position, per head
+  std::vector<float> rerotate_scratch;        // [position, layer, kv_dim], kRerotateChunk positions
+  std::vector<std::int32_t> all_positions;    // 0, 1, ..., capacity - 1
   // Scratch, [step, ...] row-major.
   std::vector<float> x, xb, q, k, v, att, hb, hb2;
   Profile profile;
@@ -428,14 +429,21 @@ void Session::forward(std::span<const std::int32_t> tokens, std::span<float> log
   // Consecutive steps whose frequencies are the same (every step up to the trained context) run
   // as one: the same bits (a step's split does not change the forward pass), fewer parallel
   // regions.
+  // `ahead`: the frequencies of the next step, computed by the merge check that stopped at it.
   const std::int64_t step = s.opt.step;
+  std::optional<Frequencies> ahead;
   for (std::int64_t s0 = 0; s0 < n;) {
     std::int64_t s1 = std::min(n, s0 + step);
-    Frequencies f = compute_frequencies(s.opt.rope, s.opt.numerics, s.size + (s1 - s0));
+    Frequencies f = ahead ? std::move(*ahead)
+                          : compute_frequencies(s.opt.rope, s.opt.numerics, s.size + (s1 - s0));
+    ahead.reset();
     while (s1 < n && std::min(n, s1 + step) - s0 <= s.step_rows()) {
       const std::int64_t next = std::min(n, s1 + step);
-      if (!same_angles(compute_frequencies(s.opt.rope, s.opt.numerics, s.size + (next - s0)), f))
+      Frequencies g = compute_frequencies(s.opt.rope, s.opt.numerics, s.size + (next - s0));
+      if (!same_angles(g, f)) {
+        ahead = std::move(g);  // the next step's: s.size + (next - s0) after this step
         break;
+      }
       s1 = next;
     }
     s.update_frequencies(std::move(f));
