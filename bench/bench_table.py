@@ -58,7 +58,11 @@ def fmt_time(seconds):
 
 
 def fmt_ratio(value):
-    return "-" if value is None else f"{value:.2f}"
+    # Two decimals, except below 0.05, where two significant digits keep a slow case (an ASan
+    # build, a debug build) from printing as 0.00.
+    if value is None:
+        return "-"
+    return f"{value:.2f}" if abs(value) >= 0.05 else f"{value:.2g}"
 
 
 def table(records):

@@ -12,10 +12,10 @@
 namespace posenc::fuzz {
 
 // compute_frequencies allocates a few doubles per pair. Both parsers validate() the spec, which
-// refuses head_dim > 65536 (kMaxHeadDim in src/core/spec.cc) and rotary dims beyond head_dim; this
+// refuses head_dim > kMaxHeadDim (spec.h) and rotary dims beyond head_dim; this
 // guard repeats that bound so that a spec reaching here unvalidated is not an out-of-memory
 // report instead of a finding. Real heads are at most a few hundred dims.
-inline constexpr std::int64_t kMaxDims = 1 << 16;
+inline constexpr std::int64_t kMaxDims = kMaxHeadDim;
 
 // Frequencies in every numeric convention, at initialisation and just past the original
 // context (where dynamic methods and LongRoPE change). posenc::Error is the only exception

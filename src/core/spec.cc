@@ -125,9 +125,6 @@ class Checker {
   std::vector<std::string> warnings_;
 };
 
-// No model comes near this; a bound keeps a typo (or a fuzzer) from asking for terabytes.
-constexpr std::int64_t kMaxHeadDim = 65536;
-
 void check_dims(const RopeSpec& s, Checker& c) {
   c.positive_int("head_dim", s.head_dim);
   if (s.head_dim > kMaxHeadDim) {

@@ -571,6 +571,9 @@ class Mapper : GgufKeys {
     GgmlRopeParams& g = out.ggml;
     g.sections = sections_;
     RopeSpec& s = out.config.spec;
+    // finish()'s validate() refuses such a head, naming head_dim; the axis map of its n_dims
+    // (up to 2^31) would first allocate a byte per pair (found by fuzz_gguf: 16 s, 1 GB).
+    if (s.head_dim > kMaxHeadDim) return;
     try {
       validate(g);
       validate_head_dim(g, s.head_dim);

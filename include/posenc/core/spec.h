@@ -119,6 +119,10 @@ inline std::int64_t slot_axis(const AxisMap& map, std::int64_t j) {
   return map.slot_axis.empty() ? 0 : map.slot_axis[static_cast<std::size_t>(j)];
 }
 
+// validate() refuses a larger head_dim: no model comes near it, and the bound keeps a typo (or a
+// fuzzer) from asking for terabytes.
+inline constexpr std::int64_t kMaxHeadDim = 65536;
+
 struct RopeSpec {
   Method method = Method::kNone;
   std::int64_t head_dim = 0;       // d_h
