@@ -28,8 +28,10 @@
 #include "posenc/core/error.h"
 #include "posenc/llama/llama.h"
 #include "posenc/llama/perplexity.h"
+#include "posenc/llama/rope_params.h"
 #include "posenc/report/figures.h"
 #include "report/encoding_json.h"
+#include "rope_param_flags.h"
 
 namespace posenc::cli {
 namespace {
@@ -41,7 +43,7 @@ struct EvalOptions {
   std::vector<std::string> methods{"none",       "linear",  "ntk",          "yarn",
                                    "yarn-paper", "dynamic", "dynamic-yarn", "llama3"};
   std::optional<double> factor;
-  std::optional<double> attention_factor;
+  llama::RopeParams params;  // --attention-factor, --beta-fast, ... (rope_param_flags.h)
   std::int64_t max_tokens = 131072;
   std::int64_t stride = 0;
   std::int64_t step = 64;
@@ -52,19 +54,15 @@ struct EvalOptions {
   CLI::Option* method_option = nullptr;
 };
 
-bool yarn_family(Method m) { return method_info(m).reads_param(kParamYarn); }
-
 // An option the chosen methods do not read changes nothing: refuse it, naming the methods.
 void refuse_unread(const EvalOptions& o, const llama::Model& model) {
-  std::string no_factor, no_attention;
+  std::string no_factor;
   bool any_dynamic = false;
   for (const std::string& m : o.methods) {
     const RopeSpec spec = model.rope_spec(m, 1.0);
-    const Method method = spec.method;
     // none has no factor; dynamic-yarn derives its own, max(1, seq_len / L), at every step.
-    if (!method_info(method).reads_param(kParamFactor))
+    if (!method_info(spec.method).reads_param(kParamFactor))
       no_factor += (no_factor.empty() ? "" : ", ") + m;
-    if (!yarn_family(method)) no_attention += (no_attention.empty() ? "" : ", ") + m;
     any_dynamic = any_dynamic || depends_on_length(spec);
   }
   if (o.factor && !no_factor.empty()) {
@@ -73,11 +71,18 @@ void refuse_unread(const EvalOptions& o, const llama::Model& model) {
         "leave those out of --method, or drop --factor",
         *o.factor, no_factor));
   }
-  if (o.attention_factor && !no_attention.empty()) {
-    throw Error(fmt::format(
-        "--attention-factor ({}) has no effect on --method {}: only {} have an attention factor; "
-        "leave the others out of --method",
-        *o.attention_factor, no_attention, methods_reading(kParamYarn)));
+  for (const llama::RopeParamInfo& info : llama::rope_param_table()) {
+    if (!o.params.has(info)) continue;
+    std::string unread;
+    for (const std::string& m : o.methods) {
+      if (!method_reads(model.rope_spec(m, 1.0), info.param))
+        unread += (unread.empty() ? "" : ", ") + m;
+    }
+    if (!unread.empty()) {
+      throw Error(fmt::format(
+          "{} ({}) has no effect on --method {}: only {} read it; leave the others out of --method",
+          info.flag, o.params.text(info), unread, methods_reading(info.param)));
+    }
   }
   if (o.step_option && o.step_option->count() > 0 && !any_dynamic) {
     throw Error(fmt::format(
@@ -85,6 +90,17 @@ void refuse_unread(const EvalOptions& o, const llama::Model& model) {
         "sequence grows ({} do)",
         o.step, fmt::join(o.methods, ","), methods_with(&MethodInfo::depends_on_seq_len)));
   }
+}
+
+// {"beta_fast": 16, ...}: the parameters set (by flags or the sidecar), the others absent.
+nlohmann::json rope_params_json(const llama::RopeParams& p) {
+  nlohmann::json j = nlohmann::json::object();
+  for (const llama::RopeParamInfo& info : llama::rope_param_table()) {
+    if (!p.has(info)) continue;
+    j[std::string(info.key)] =
+        info.number ? nlohmann::json(*(p.*info.number)) : nlohmann::json(*p.truncate);
+  }
+  return j;
 }
 
 struct Cell {
@@ -155,7 +171,7 @@ std::string protocol_line(const EvalOptions& o, std::int64_t trained) {
                 o.stride, o.max_tokens);
   s += o.factor ? fmt::format("; s = {}", *o.factor)
                 : fmt::format("; s = max(1, ctx / {})", trained);
-  if (o.attention_factor) s += fmt::format("; YaRN attention factor {}", *o.attention_factor);
+  if (!o.params.empty()) s += "; " + o.params.flags();
   return s;
 }
 
@@ -170,22 +186,22 @@ std::string figure(const EvalOptions& o, const std::vector<Cell>& cells, std::in
 
 void run_eval(const EvalOptions& given) {
   EvalOptions o = given;
-  // A fine-tuned model's RoPE (M.json beside M.bin) stands in for --method, --factor and
-  // --attention-factor unless --method is given; --factor and --attention-factor override it.
+  // A fine-tuned model's RoPE (M.json beside M.bin) stands in for --method, --factor and the
+  // method parameters unless --method is given; --factor and each parameter flag override it.
+  std::optional<RopeSidecar> sidecar;
   if (o.method_option->count() == 0) {
-    if (const std::optional<RopeSidecar> sidecar =
-            with_option("--model", [&] { return read_rope_sidecar(o.model); })) {
+    sidecar = with_option("--model", [&] { return read_rope_sidecar(o.model); });
+    if (sidecar) {
       o.methods = {sidecar->method};
       if (!o.factor) o.factor = sidecar->factor;
-      if (!o.attention_factor) o.attention_factor = sidecar->attention_factor;
+      llama::RopeParams flags = o.params;
+      o.params = sidecar->params;
+      o.params.override_with(flags);
       std::cerr << sidecar_note(*sidecar, "eval");
     }
   }
   if (o.factor && !(*o.factor > 0))
     throw Error(fmt::format("--factor ({}) must be positive", *o.factor));
-  if (o.attention_factor && !(*o.attention_factor > 0)) {
-    throw Error(fmt::format("--attention-factor ({}) must be positive", *o.attention_factor));
-  }
   // stdout carries the table (or its JSON): the figure needs a file of its own.
   if (o.output == "-")
     throw Error(
@@ -193,9 +209,22 @@ void run_eval(const EvalOptions& given) {
   warn_oversubscribed("--threads", o.threads);
   const llama::Model model = with_option("--model", [&] { return llama::Model::load(o.model); });
   const std::int64_t trained = model.config().max_seq_len;
+  if (sidecar)  // its own settings, named as its keys, before the flags change them
+    with_option("--model", [&] { return sidecar_rope_spec(*sidecar, model.config()); });
   for (const std::string& m : o.methods)
     model.rope_spec(m, 1.0);  // unknown names fail before any work
   refuse_unread(o, model);
+  // Each cell's RoPE: s = --factor, else max(1, ctx / L); then the method parameters.
+  const auto cell_spec = [&](const std::string& m, std::int64_t c) {
+    const double s =
+        o.factor ? *o.factor : std::max(1.0, static_cast<double>(c) / static_cast<double>(trained));
+    RopeSpec spec = model.rope_spec(m, s);
+    llama::apply_rope_params(spec, o.params, m, llama::ParamNames::kFlags);
+    return std::pair{spec, s};
+  };
+  for (const std::string& m : o.methods) {
+    for (std::int64_t c : o.ctx) cell_spec(m, c);  // bad parameters fail before any work
+  }
   for (std::int64_t c : o.ctx) {
     if (c < 2) throw Error("--ctx (" + std::to_string(c) + ") must be at least 2");
     if (c > llama::max_capacity(model.config())) {
@@ -221,9 +250,7 @@ void run_eval(const EvalOptions& given) {
   double total_s = 0;
   for (const std::string& m : o.methods) {
     for (std::int64_t c : o.ctx) {
-      const double s = o.factor
-                           ? *o.factor
-                           : std::max(1.0, static_cast<double>(c) / static_cast<double>(trained));
+      const auto [spec, s] = cell_spec(m, c);
       llama::PerplexityOptions po;
       po.ctx = c;
       po.max_tokens = o.max_tokens;
@@ -235,10 +262,6 @@ void run_eval(const EvalOptions& given) {
           std::cerr << fmt::format("\reval: {} ctx {}: window {}/{}", m, c, done, all)
                     << std::flush;
         };
-      }
-      RopeSpec spec = model.rope_spec(m, s);
-      if (o.attention_factor) {
-        spec.yarn.attention_factor = *o.attention_factor;
       }
       Cell cell{m, c, s, llama::perplexity(model, spec, tokens, po)};
       const llama::PerplexityResult& r = cell.result;
@@ -295,8 +318,9 @@ void run_eval(const EvalOptions& given) {
         {"threads", o.threads},
         {"factor",
          o.factor ? nlohmann::json(*o.factor) : nlohmann::json("max(1, ctx / trained_context)")},
-        {"attention_factor",
-         o.attention_factor ? nlohmann::json(*o.attention_factor) : nlohmann::json(nullptr)},
+        {"attention_factor", o.params.attention_factor ? nlohmann::json(*o.params.attention_factor)
+                                                       : nlohmann::json(nullptr)},
+        {"rope_params", rope_params_json(o.params)},
         {"contexts", o.ctx},
         {"methods", o.methods},
         {"results", results},
@@ -359,9 +383,7 @@ void add_eval(CLI::App& app) {
              "Scaling factor s for every context (default: max(1, ctx / trained context)); not "
              "with none or "
              "dynamic-yarn, which have no factor or derive their own");
-  add_number(cmd, "--attention-factor", o->attention_factor,
-             "YaRN methods only: this attention factor instead of 0.1 ln(s) + 1 (1 switches the "
-             "temperature off)");
+  add_rope_param_flags(cmd, o->params);
   add_integer(cmd, "--max-tokens", o->max_tokens, std::int64_t{0}, kMax,
               "Tokens of the text used at most")
       ->capture_default_str();

@@ -22,6 +22,7 @@
 #include "posenc/core/error.h"
 #include "posenc/llama/llama.h"
 #include "posenc/llama/perplexity.h"
+#include "rope_param_flags.h"
 
 namespace posenc::cli {
 namespace {
@@ -43,6 +44,7 @@ struct GenerateOptions {
   std::uint64_t seed = 1;
   std::string method = "none";
   std::optional<double> factor;
+  llama::RopeParams params;  // --attention-factor, --beta-fast, ... (rope_param_flags.h)
   int threads = 1;
   CLI::Option* seed_option = nullptr;
   CLI::Option* prompt_option = nullptr;
@@ -64,9 +66,8 @@ std::int32_t pick(const std::vector<float>& logits, double temperature, std::mt1
 void run_generate(const GenerateOptions& given) {
   GenerateOptions o = given;
   // A fine-tuned model's RoPE (M.json beside M.bin) unless --method is given (cli/eval.cc too).
-  std::optional<double> attention_factor;
+  std::optional<RopeSidecar> sidecar;
   if (o.method_option->count() == 0) {
-    std::optional<RopeSidecar> sidecar;
     try {
       sidecar = read_rope_sidecar(o.model);
     } catch (const Error& e) {
@@ -75,7 +76,9 @@ void run_generate(const GenerateOptions& given) {
     if (sidecar) {
       o.method = sidecar->method;
       if (!o.factor) o.factor = sidecar->factor;
-      attention_factor = sidecar->attention_factor;
+      llama::RopeParams flags = o.params;  // each flag overrides the sidecar's setting
+      o.params = sidecar->params;
+      o.params.override_with(flags);
       std::cerr << sidecar_note(*sidecar, "generate");
     }
   }
@@ -97,14 +100,21 @@ void run_generate(const GenerateOptions& given) {
       throw Error(std::string("--model: ") + e.what());
     }
   }();
+  if (sidecar) {  // its own settings, named as its keys, before the flags change them
+    try {
+      sidecar_rope_spec(*sidecar, model.config());
+    } catch (const Error& e) {
+      throw Error(std::string("--model: ") + e.what());
+    }
+  }
   RopeSpec rope = model.rope_spec(o.method, o.factor.value_or(1.0));
-  if (attention_factor) rope.yarn.attention_factor = *attention_factor;
   // none has no factor; dynamic-yarn derives its own, max(1, seq_len / L).
   if (o.factor && !method_reads(rope, kParamFactor)) {
     throw Error(
         fmt::format("--factor ({}) has no effect with --method {}: it reads no factor ({} do)",
                     *o.factor, o.method, methods_reading(kParamFactor)));
   }
+  llama::apply_rope_params(rope, o.params, o.method, llama::ParamNames::kFlags);
   const llama::Tokenizer& tok = model.tokenizer();
   std::vector<std::int32_t> ids{tok.bos_id()};
   std::string prompt_text = o.prompt;
@@ -204,11 +214,12 @@ void add_generate(CLI::App& app) {
   o->method_option = add_text(cmd, "--method", o->method,
                               "RoPE scaling method (none, linear, ntk, yarn, yarn-paper, dynamic, "
                               "dynamic-yarn, llama3; default: M.json's beside the model, if any, "
-                              "with its factor and attention factor)",
+                              "with its factor and method parameters)",
                               "METHOD")
                          ->capture_default_str();
   add_number(cmd, "--factor", o->factor,
              "Scaling factor s (default 1; not with none or dynamic-yarn)");
+  add_rope_param_flags(cmd, o->params);
   add_threads(cmd, o->threads, "Threads of the forward pass");
   cmd->callback([o] { run_generate(*o); });
 }

@@ -30,6 +30,15 @@ std::optional<double> positive_number(const nlohmann::json& j, const char* key,
   return v;
 }
 
+std::optional<double> finite_number(const nlohmann::json& j, const char* key,
+                                    const std::string& file) {
+  if (!j.contains(key) || j[key].is_null()) return std::nullopt;
+  if (!j[key].is_number()) {
+    throw Error(fmt::format("{}: \"{}\" ({}) must be a number or null", file, key, j[key].dump()));
+  }
+  return j[key].get<double>();  // JSON has no inf or NaN
+}
+
 }  // namespace
 
 std::optional<RopeSidecar> read_rope_sidecar(const std::string& model_path) {
@@ -50,14 +59,13 @@ std::optional<RopeSidecar> read_rope_sidecar(const std::string& model_path) {
     throw Error(fmt::format("{}: not JSON ({})", file, e.what()));
   }
   if (!j.is_object()) throw Error(fmt::format("{}: expected a JSON object", file));
-  static const std::set<std::string> known = {"format",           "method",          "factor",
-                                              "attention_factor", "trained_context", "fine_tune"};
+  std::set<std::string> known = {"format", "method", "factor", "trained_context", "fine_tune"};
+  for (const llama::RopeParamInfo& info : llama::rope_param_table()) known.emplace(info.key);
   for (const auto& [key, value] : j.items()) {
     if (!known.contains(key)) {
-      throw Error(fmt::format(
-          "{}: unknown key \"{}\" (the keys are format, method, factor, attention_factor, "
-          "trained_context, fine_tune)",
-          file, key));
+      std::string names;
+      for (const std::string& k : known) names += (names.empty() ? "" : ", ") + k;
+      throw Error(fmt::format("{}: unknown key \"{}\" (the keys are {})", file, key, names));
     }
   }
   if (!j.contains("format") || j["format"] != kFormat) {
@@ -78,18 +86,29 @@ std::optional<RopeSidecar> read_rope_sidecar(const std::string& model_path) {
     throw Error(fmt::format("{}: {}", file, e.what()));
   }
   s.factor = positive_number(j, "factor", file);
-  s.attention_factor = positive_number(j, "attention_factor", file);
   if (s.factor && !method_reads(spec, kParamFactor)) {
     throw Error(
         fmt::format("{}: \"factor\" ({}) has no effect on method {} (it has no factor, or "
                     "derives its own): it must be null",
                     file, *s.factor, s.method));
   }
-  if (s.attention_factor && !method_reads(spec, kParamYarn)) {
-    throw Error(
-        fmt::format("{}: \"attention_factor\" ({}) has no effect on method {}: only {} "
-                    "have one; it must be null",
-                    file, *s.attention_factor, s.method, methods_reading(kParamYarn)));
+  for (const llama::RopeParamInfo& info : llama::rope_param_table()) {
+    const char* key = info.key.data();  // the table's keys are literals
+    if (info.number) {
+      s.params.*info.number = info.key == "attention_factor" ? positive_number(j, key, file)
+                                                             : finite_number(j, key, file);
+    } else if (j.contains(key) && !j[key].is_null()) {
+      if (!j[key].is_boolean()) {
+        throw Error(
+            fmt::format("{}: \"{}\" ({}) must be true, false or null", file, key, j[key].dump()));
+      }
+      s.params.truncate = j[key].get<bool>();
+    }
+  }
+  for (const std::string& key : llama::unread_params(s.params, spec, llama::ParamNames::kKeys)) {
+    throw Error(fmt::format(
+        "{}: \"{}\" ({}) has no effect on method {}: only {} read it; it must be null", file, key,
+        j[key].dump(), s.method, methods_reading(llama::rope_param_info(key).param)));
   }
   if (j.contains("trained_context") && !j["trained_context"].is_null()) {
     if (!j["trained_context"].is_number_integer() || j["trained_context"].get<std::int64_t>() < 2) {
@@ -101,10 +120,20 @@ std::optional<RopeSidecar> read_rope_sidecar(const std::string& model_path) {
   return s;
 }
 
+RopeSpec sidecar_rope_spec(const RopeSidecar& s, const llama::Config& config) {
+  try {
+    RopeSpec spec = llama::rope_spec(config, s.method, s.factor.value_or(1.0));
+    llama::apply_rope_params(spec, s.params, s.method, llama::ParamNames::kKeys);
+    return spec;
+  } catch (const Error& e) {
+    throw Error(fmt::format("RoPE sidecar {}: {}", s.path, e.what()));
+  }
+}
+
 std::string sidecar_note(const RopeSidecar& s, const std::string& command) {
   std::string what = "--method " + s.method;
   if (s.factor) what += fmt::format(" --factor {}", *s.factor);
-  if (s.attention_factor) what += fmt::format(" --attention-factor {}", *s.attention_factor);
+  if (!s.params.empty()) what += " " + s.params.flags();
   return fmt::format(
       "{}: RoPE from {}: {} (the settings the model was fine-tuned with; --method "
       "overrides them)\n",

@@ -7,22 +7,32 @@
 #include <optional>
 #include <string>
 
+#include "posenc/llama/llama.h"
+#include "posenc/llama/rope_params.h"
+
 namespace posenc::cli {
 
 struct RopeSidecar {
   std::string path;    // the JSON file read
   std::string method;  // a method name as --method takes it
   std::optional<double> factor;
-  std::optional<double> attention_factor;
+  llama::RopeParams params;  // attention_factor, beta_fast, ... (posenc/llama/rope_params.h)
   std::optional<std::int64_t> trained_context;  // the context of the fine-tuning windows
 };
 
 // The sidecar of `model_path` (its extension replaced by .json), or nullopt when there is none
 // (or when model_path is that .json file itself).
 // Throws Error naming the file and the key for JSON that is not an object of the known keys
-// ("format": "posenc-rope-sidecar/1", "method", "factor", "attention_factor", "trained_context",
-// "fine_tune"), a method name set_method does not know, or a factor that is not positive.
+// ("format": "posenc-rope-sidecar/1", "method", "factor", "trained_context", "fine_tune", and the
+// keys of rope_param_table(): attention_factor, beta_fast, ..., each a number (truncate: a
+// boolean) or null), a method name set_method does not know, a factor or attention factor that is
+// not positive, or a setting the method does not read. The model's own checks of the settings
+// (spec.h validate(), e.g. beta_fast > beta_slow) come with the model: sidecar_rope_spec.
 std::optional<RopeSidecar> read_rope_sidecar(const std::string& model_path);
+
+// The sidecar's RoPE for a model of `config`: llama::rope_spec plus its parameters, validated.
+// Throws Error naming the sidecar file and the key.
+RopeSpec sidecar_rope_spec(const RopeSidecar& sidecar, const llama::Config& config);
 
 // The stderr line that says which settings were taken from it.
 std::string sidecar_note(const RopeSidecar& sidecar, const std::string& command);

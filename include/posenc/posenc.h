@@ -10,7 +10,8 @@
 //   io/        models in: model.h (load_model: config.json or GGUF), config.h, gguf.h, presets.h,
 //              extend.h (--scaling), npy.h, vision_config.h
 //   analysis/  engines.h (transformers, llama.cpp, vLLM side by side), doctor.h, verify.h, pairs.h
-//   llama/     llama.h (the stories260K model), perplexity.h, attention.h (fused, for training)
+//   llama/     llama.h (the stories260K model), perplexity.h, attention.h (fused, for training),
+//              rope_params.h (a method's parameters beyond the factor, as eval's flags)
 //   report/    svg.h, figures.h, report.h (the HTML page), json.h (the --json of inspect,
 //              compare and doctor)
 #pragma once
@@ -41,6 +42,7 @@
 #include "posenc/llama/attention.h"
 #include "posenc/llama/llama.h"
 #include "posenc/llama/perplexity.h"
+#include "posenc/llama/rope_params.h"
 #include "posenc/report/figures.h"
 #include "posenc/report/json.h"
 #include "posenc/report/report.h"

@@ -3,7 +3,9 @@ scaling method (the YaRN paper's recipe), and write the result as a model `posen
 `posenc generate` read, with the RoPE it was trained with in OUT.json beside OUT.bin.
 
     python3 -m posenc.finetune --model M.bin --train TEXT [TEXT ...] --ctx N --method METHOD
-        [--factor S] [--attention-factor A] --steps K --batch B --lr LR --warmup W --seed SEED
+        [--factor S] [--attention-factor A] [--beta-fast B] [--beta-slow B] [--mscale M]
+        [--mscale-all-dim M] [--extrapolation-factor E] [--truncate true|false]
+        [--low-freq-factor F] [--high-freq-factor F] --steps K --batch B --lr LR --warmup W --seed SEED
         -o OUT.bin [--eval TEXT --eval-ctx N,N,... --eval-every K] [--threads T]
         [--attention fused|torch] [--json]
 
@@ -22,6 +24,20 @@ import time
 import numpy as np
 
 SIDECAR_FORMAT = "posenc-rope-sidecar/1"
+# The method parameters beyond the factor, as `posenc eval` names them (posenc/llama/rope_params.h):
+# (key: the sidecar's and Llama.set_rope's, flag, help). A method that does not read one refuses it.
+METHOD_PARAMS = [
+    ("attention_factor", "--attention-factor", "YaRN methods: this attention factor instead of 0.1 ln(s) + 1"),
+    ("beta_fast", "--beta-fast", "YaRN methods: rotations above which pairs keep w (default 32)"),
+    ("beta_slow", "--beta-slow", "YaRN methods: rotations below which pairs get w/s (default 1)"),
+    ("mscale", "--mscale", "YaRN methods (DeepSeek): numerator mscale of the attention factor"),
+    ("mscale_all_dim", "--mscale-all-dim", "YaRN methods (DeepSeek): denominator mscale, and the softmax scale"),
+    ("extrapolation_factor", "--extrapolation-factor",
+     "YaRN methods: weight of the extrapolated frequency, in [0, 1] (default 1)"),
+    ("truncate", "--truncate", "yarn, dynamic-yarn: floor/ceil the correction dims, true|false (default true)"),
+    ("low_freq_factor", "--low-freq-factor", "llama3: low_freq_factor (default 1)"),
+    ("high_freq_factor", "--high-freq-factor", "llama3: high_freq_factor (default 4)"),
+]
 
 
 class Refusal(Exception):
@@ -61,6 +77,14 @@ def _number(flag, lo=None, lo_open=True):
     return parse
 
 
+def _bool(flag):
+    def parse(text):
+        if text not in ("true", "false"):
+            raise argparse.ArgumentTypeError(f"{flag} ({text}) must be true or false")
+        return text == "true"
+    return parse
+
+
 def _contexts(text):
     items = text.split(",")
     out = []
@@ -92,8 +116,10 @@ def parser():
     p.add_argument("--factor", type=_number("--factor", 0.0),
                    help="scaling factor s (default max(1, N / trained context), as posenc eval; "
                         "not with none or dynamic-yarn)")
-    p.add_argument("--attention-factor", type=_number("--attention-factor", 0.0),
-                   help="YaRN methods only: this attention factor instead of 0.1 ln(s) + 1")
+    for key, flag, text in METHOD_PARAMS:
+        kind = _bool(flag) if key == "truncate" else _number(flag, 0.0) if key == "attention_factor" else _number(flag)
+        p.add_argument(flag, dest=key, type=kind, metavar="true|false" if key == "truncate" else None,
+                       help=text + " (default: the method's; refused by a method that does not read it)")
     p.add_argument("--steps", required=True, type=_positive_int("--steps"), help="optimizer steps")
     p.add_argument("--batch", type=_positive_int("--batch"), default=1, help="windows per step (default 1)")
     p.add_argument("--lr", required=True, type=_number("--lr", 0.0), help="peak learning rate")
@@ -116,6 +142,15 @@ def parser():
                    help="tokens of --eval used at most per context (posenc eval --max-tokens; default 131072)")
     p.add_argument("--json", action="store_true", help="print a JSON summary on stdout")
     return p
+
+
+def method_params(args):
+    """The method parameter flags given: {key: value} (posenc/llama/rope_params.h's keys)."""
+    return {key: getattr(args, key) for key, _, _ in METHOD_PARAMS if getattr(args, key) is not None}
+
+
+def _text(value):
+    return ("true" if value else "false") if isinstance(value, bool) else f"{value:g}"
 
 
 def _read(flag, path):
@@ -168,16 +203,20 @@ def run(args, log=sys.stderr):
                                          args.method, 1.0)
     except ValueError as e:
         raise Refusal(f"--method: {e}") from None
+    params = method_params(args)
     reads_factor = _posenc._reads_factor(probe)
     if factor is not None and not reads_factor:
         raise Refusal(f"--factor ({factor:g}) has no effect on --method {args.method} (it has no factor, "
                       "or derives its own): drop --factor")
     if factor is None and reads_factor:
         factor = max(1.0, args.ctx / L)
-    try:
-        model.set_rope(args.method, factor=factor, attention_factor=args.attention_factor)
+    try:  # the errors name the flags (--beta-fast); then the same through Llama.set_rope
+        _posenc._llama_rope_spec(model.cfg.dim, model.cfg.n_heads, L, model.cfg.rope_theta,
+                                 args.method, 1.0 if factor is None else factor, params,
+                                 flag_names=True)
     except ValueError as e:
         raise Refusal(f"--method {args.method}: {e}") from None
+    model.set_rope(args.method, factor=factor, **params)
     del probe
 
     tok = model.tokenizer
@@ -233,6 +272,7 @@ def run(args, log=sys.stderr):
     print(f"finetune: {args.model} ({sum(p.numel() for p in model.parameters())} parameters), "
           f"{len(texts)} texts ({', '.join(str(len(t)) for t in texts)} tokens), ctx {args.ctx}, "
           f"--method {args.method}" + (f" --factor {factor:g}" if factor is not None else "")
+          + "".join(f" {flag} {_text(params[key])}" for key, flag, _ in METHOD_PARAMS if key in params)
           + f", {args.steps} steps x {args.batch} windows, {args.threads} threads", file=log, flush=True)
     evaluate(0)
     losses = []
@@ -267,7 +307,7 @@ def run(args, log=sys.stderr):
         "format": SIDECAR_FORMAT,
         "method": args.method,
         "factor": factor,
-        "attention_factor": args.attention_factor,
+        **{key: params.get(key) for key, _, _ in METHOD_PARAMS},
         "trained_context": args.ctx,
         "fine_tune": {"base_model": os.path.basename(args.model),
                       "train": [os.path.basename(t) for t in args.train], "steps": args.steps,
@@ -280,7 +320,7 @@ def run(args, log=sys.stderr):
     return {
         "model": args.model, "output": args.output, "sidecar": sidecar_path(args.output),
         "train": args.train, "train_tokens": [len(t) for t in texts], "ctx": args.ctx,
-        "method": args.method, "factor": factor, "attention_factor": args.attention_factor,
+        "method": args.method, "factor": factor, **{key: params.get(key) for key, _, _ in METHOD_PARAMS},
         "steps": args.steps, "batch": args.batch, "lr": args.lr, "warmup": args.warmup,
         "seed": args.seed, "threads": args.threads, "tokens_trained": tokens,
         "train_seconds": train_s, "tokens_per_second": tokens / train_s if train_s > 0 else 0.0,

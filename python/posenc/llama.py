@@ -258,24 +258,36 @@ class Llama(torch.nn.Module):
         self.set_rope("none")
 
     # RoPE -------------------------------------------------------------------------------------
-    def set_rope(self, spec_or_method, factor=None, attention_factor=None, numerics="precise"):
+    def set_rope(self, spec_or_method, factor=None, attention_factor=None, numerics="precise", *,
+                 beta_fast=None, beta_slow=None, mscale=None, mscale_all_dim=None,
+                 extrapolation_factor=None, truncate=None, low_freq_factor=None,
+                 high_freq_factor=None):
         """The RoPE of q and k: a method name ("none", "linear", "ntk", "yarn", "yarn-paper",
         "dynamic", "dynamic-yarn", "llama3", ...: `posenc eval --method`) with its factor
-        (default 1) and YaRN attention factor (default derived), built as `posenc eval` builds it
-        for this model (interleaved pairs, base rope_theta, L = cfg.seq_len); or a posenc.RopeSpec
-        of either layout whose head_dim is the model's. Returns self."""
+        (default 1) and parameters (None: the method's default; each is refused, ValueError, by a
+        method that does not read it, as `posenc eval` refuses the flag of the same name):
+        attention_factor (YaRN's, default 0.1 ln s + 1), beta_fast, beta_slow, mscale,
+        mscale_all_dim, extrapolation_factor, truncate (yarn family), low_freq_factor,
+        high_freq_factor (llama3). Built as `posenc eval` builds it for this model (interleaved
+        pairs, base rope_theta, L = cfg.seq_len). Or a posenc.RopeSpec of either layout whose
+        head_dim is the model's. Returns self."""
+        params = {"attention_factor": attention_factor, "beta_fast": beta_fast,
+                  "beta_slow": beta_slow, "mscale": mscale, "mscale_all_dim": mscale_all_dim,
+                  "extrapolation_factor": extrapolation_factor, "truncate": truncate,
+                  "low_freq_factor": low_freq_factor, "high_freq_factor": high_freq_factor}
+        params = {k: v for k, v in params.items() if v is not None}
         if isinstance(spec_or_method, str):
             f = 1.0 if factor is None else factor
             if isinstance(f, bool) or not isinstance(f, (int, float)):
                 raise TypeError(f"factor: expected a number, got {type(f).__name__}")
             spec = _posenc._llama_rope_spec(self.cfg.dim, self.cfg.n_heads, self.cfg.seq_len,
                                             float(self.cfg.rope_theta), spec_or_method, float(f),
-                                            None if attention_factor is None else float(attention_factor))
-            self.rope_settings = {"method": spec_or_method, "factor": factor,
-                                  "attention_factor": attention_factor}
+                                            params)
+            self.rope_settings = {"method": spec_or_method, "factor": factor, "params": params}
         elif isinstance(spec_or_method, RopeSpec):
-            if factor is not None or attention_factor is not None:
-                raise ValueError("set_rope: factor and attention_factor go with a method name; a RopeSpec carries its own")
+            if factor is not None or params:
+                given = ", ".join(["factor"] * (factor is not None) + list(params))
+                raise ValueError(f"set_rope: {given} go with a method name; a RopeSpec carries its own")
             spec = spec_or_method
             if spec.head_dim != self.cfg.head_dim:
                 raise ValueError(f"set_rope: the spec's head_dim ({spec.head_dim}) must equal the model's "
@@ -427,7 +439,7 @@ class Llama(torch.nn.Module):
             return self.rope_spec
         r = self.rope_settings
         return cpp.rope_spec(r["method"], 1.0 if r["factor"] is None else float(r["factor"]),
-                             r["attention_factor"])
+                             r["params"])
 
     def cpp_logits(self, tokens, threads=1, cpp=None):
         """The C++ forward pass of `posenc eval` (llama::Session, positions 0 .. n-1, this

@@ -16,6 +16,7 @@
 #include "posenc/core/threads.h"
 #include "posenc/llama/llama.h"
 #include "posenc/llama/perplexity.h"
+#include "posenc/llama/rope_params.h"
 
 namespace posenc::python {
 namespace {
@@ -31,23 +32,39 @@ std::span<const std::int32_t> token_span(const Tokens& tokens) {
   return {tokens.data(), static_cast<std::size_t>(tokens.size())};
 }
 
-// The model's RoPE for `method` and factor, with an explicit YaRN attention factor when given
-// (eval's --attention-factor, refused as eval refuses it for methods without one).
+// {"beta_fast": 16, "truncate": False, ...} (posenc/llama/rope_params.h's keys; None: the
+// method's default) as RopeParams. An unknown key is an error, never dropped.
+llama::RopeParams rope_params_of(const std::optional<py::dict>& d) {
+  llama::RopeParams p;
+  if (!d) return p;
+  for (const auto& [k, v] : *d) {
+    const std::string key = py::str(k);
+    const llama::RopeParamInfo& info = llama::rope_param_info(key);
+    if (v.is_none()) continue;
+    const bool is_bool = py::isinstance<py::bool_>(v);
+    if (info.number) {
+      if (is_bool || !(py::isinstance<py::float_>(v) || py::isinstance<py::int_>(v)))
+        throw py::type_error(key + ": expected a number, got " +
+                             std::string(py::str(py::type::of(v).attr("__name__"))));
+      p.*info.number = v.cast<double>();
+    } else {
+      if (!is_bool)
+        throw py::type_error(key + ": expected True or False, got " +
+                             std::string(py::str(py::type::of(v).attr("__name__"))));
+      p.truncate = v.cast<bool>();
+    }
+  }
+  return p;
+}
+
+// The model's RoPE for `method` and factor with the method's parameters (eval's flags, refused as
+// eval refuses them for methods that do not read them).
 std::shared_ptr<Spec> llama_spec(const llama::Config& config, const std::string& method,
-                                 double factor, std::optional<double> attention_factor) {
+                                 double factor, const std::optional<py::dict>& params,
+                                 llama::ParamNames names = llama::ParamNames::kKeys) {
   if (!(factor > 0)) throw Error("factor (" + std::to_string(factor) + ") must be positive");
   RopeSpec spec = llama::rope_spec(config, method, factor);
-  if (attention_factor) {
-    if (!method_info(spec).reads_param(kParamYarn)) {
-      throw Error("attention_factor (" + std::to_string(*attention_factor) +
-                  ") has no effect on method " + method + ": only " + methods_reading(kParamYarn) +
-                  " have an attention factor");
-    }
-    if (!(*attention_factor > 0)) {
-      throw Error("attention_factor (" + std::to_string(*attention_factor) + ") must be positive");
-    }
-    spec.yarn.attention_factor = *attention_factor;
-  }
+  llama::apply_rope_params(spec, rope_params_of(params), method, names);
   ModelConfig c;
   c.source = "llama " + method;
   c.model_type = "llama";
@@ -109,11 +126,10 @@ void bind_llama(py::module_& m) {
       .def(
           "rope_spec",
           [](const llama::Model& model, const std::string& method, double factor,
-             std::optional<double> attention_factor) {
-            return llama_spec(model.config(), method, factor, attention_factor);
+             const std::optional<py::dict>& params) {
+            return llama_spec(model.config(), method, factor, params);
           },
-          py::arg("method") = "none", py::arg("factor") = 1.0,
-          py::arg("attention_factor") = py::none())
+          py::arg("method") = "none", py::arg("factor") = 1.0, py::arg("params") = py::none())
       .def(
           "encode",
           [](const llama::Model& model, const std::string& text) {
@@ -200,13 +216,17 @@ void bind_llama(py::module_& m) {
   m.def(
       "_llama_rope_spec",
       [](std::int64_t dim, std::int64_t n_heads, std::int64_t seq_len, double rope_theta,
-         const std::string& method, double factor, std::optional<double> attention_factor) {
-        return llama_spec(config_of(dim, n_heads, seq_len, rope_theta), method, factor,
-                          attention_factor);
+         const std::string& method, double factor, const std::optional<py::dict>& params,
+         bool flag_names) {
+        return llama_spec(config_of(dim, n_heads, seq_len, rope_theta), method, factor, params,
+                          flag_names ? llama::ParamNames::kFlags : llama::ParamNames::kKeys);
       },
       py::arg("dim"), py::arg("n_heads"), py::arg("seq_len"), py::arg("rope_theta"),
-      py::arg("method"), py::arg("factor") = 1.0, py::arg("attention_factor") = py::none(),
-      "Model::rope_spec for a model of this configuration (llama::rope_spec)");
+      py::arg("method"), py::arg("factor") = 1.0, py::arg("params") = py::none(),
+      py::arg("flag_names") = false,
+      "Model::rope_spec for a model of this configuration (llama::rope_spec), with the "
+      "method's parameters (a dict of posenc/llama/rope_params.h's keys); errors name them as "
+      "keys, or as flags (--beta-fast) with flag_names");
   m.def(
       "_reads_factor", [](const Spec& spec) { return method_reads(spec.rope(), kParamFactor); },
       py::arg("spec"),

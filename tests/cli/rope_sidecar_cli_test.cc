@@ -58,6 +58,69 @@ TEST(RopeSidecarCli, EvalUsesTheSidecarWithoutFlags) {
   EXPECT_NE(j["table"]["yarn"]["512"], plain["table"]["yarn"]["512"]);
 }
 
+// Every method parameter of the sidecar reaches eval, as its flag would, and changes the numbers.
+TEST(RopeSidecarCli, EvalUsesItsMethodParameters) {
+  const std::string model = model_with_sidecar(
+      "yarn4p", R"({"format": "posenc-rope-sidecar/1", "method": "yarn", "factor": 4,
+                    "attention_factor": null, "beta_fast": 4, "beta_slow": 0.5,
+                    "mscale": null, "mscale_all_dim": null, "extrapolation_factor": 0.5,
+                    "truncate": false, "low_freq_factor": null, "high_freq_factor": null,
+                    "trained_context": 2048})");
+  const CliRun r = posenc("eval --model " + model + " --text " + kPride +
+                          " --ctx 512,1024 --max-tokens 2048 --threads 1 --json");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.err.find("--beta-fast 4 --beta-slow 0.5 --extrapolation-factor 0.5 --truncate false"),
+            std::string::npos)
+      << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["rope_params"], nlohmann::json::parse(R"({"beta_fast": 4.0, "beta_slow": 0.5,
+                                                         "extrapolation_factor": 0.5,
+                                                         "truncate": false})"));
+  const auto flags = eval_json(kModel,
+                               "--method yarn --factor 4 --beta-fast 4 --beta-slow 0.5 "
+                               "--extrapolation-factor 0.5 --truncate false");
+  EXPECT_EQ(j["table"], flags["table"]);
+  const auto plain = eval_json(kModel, "--method yarn --factor 4");
+  EXPECT_NE(j["table"]["yarn"]["1024"], plain["table"]["yarn"]["1024"]);
+  // A flag overrides one parameter and keeps the others.
+  const auto over = eval_json(model, "--beta-fast 8");
+  EXPECT_EQ(over["rope_params"]["beta_fast"], 8.0);
+  EXPECT_EQ(over["rope_params"]["truncate"], false);
+
+  // llama3's two factors.
+  const std::string l3 = model_with_sidecar(
+      "llama3p", R"({"format": "posenc-rope-sidecar/1", "method": "llama3", "factor": 4,
+                     "low_freq_factor": 0.5, "high_freq_factor": 8})");
+  EXPECT_EQ(
+      eval_json(l3, "")["table"],
+      eval_json(kModel,
+                "--method llama3 --factor 4 --low-freq-factor 0.5 --high-freq-factor 8")["table"]);
+  EXPECT_NE(eval_json(l3, "")["table"], eval_json(kModel, "--method llama3 --factor 4")["table"]);
+}
+
+TEST(RopeSidecarCli, EvalAndGenerateRefuseParametersTheMethodDoesNotRead) {
+  CliRun r = posenc("eval --model " + kModel + " --text " + kPride +
+                    " --ctx 512 --method yarn,linear,ntk --beta-fast 8");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("--beta-fast (8) has no effect on --method linear, ntk: only yarn"),
+            std::string::npos)
+      << r.err;
+  r = posenc("eval --model " + kModel + " --text " + kPride +
+             " --ctx 512 --method yarn --beta-fast 1 --beta-slow 2");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("beta_fast (1) must be greater than beta_slow (2)"), std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("--beta-fast 1 --beta-slow 2"), std::string::npos) << r.err;
+  r = posenc("generate --model " + kModel + " --prompt Once --tokens 2 --low-freq-factor 2");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("--low-freq-factor (2) has no effect on method none: only llama3"),
+            std::string::npos)
+      << r.err;
+  r = posenc("generate --model " + kModel + " --prompt Once --tokens 2 --truncate maybe");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("--truncate"), std::string::npos) << r.err;
+}
+
 TEST(RopeSidecarCli, FlagsOverrideIt) {
   const std::string model = model_with_sidecar("yarn4b", kYarn4);
   // --method replaces the sidecar's method and its factors.
@@ -109,6 +172,15 @@ TEST(RopeSidecarCli, BadSidecarsAreRefused) {
        "\"attention_factor\" (2) has no effect on method ntk"},
       {R"({"format": "posenc-rope-sidecar/1", "method": "yarn", "scale": 4})",
        "unknown key \"scale\""},
+      {R"({"format": "posenc-rope-sidecar/1", "method": "linear", "beta_fast": 16})",
+       "\"beta_fast\" (16) has no effect on method linear: only yarn"},
+      {R"({"format": "posenc-rope-sidecar/1", "method": "yarn", "truncate": 0})",
+       "\"truncate\" (0) must be true, false or null"},
+      {R"({"format": "posenc-rope-sidecar/1", "method": "yarn", "beta_slow": "1"})",
+       "\"beta_slow\" (\"1\") must be a number or null"},
+      // Checked with the model: the sidecar's own values, named as its keys.
+      {R"({"format": "posenc-rope-sidecar/1", "method": "yarn", "beta_fast": 1, "beta_slow": 2})",
+       "beta_fast (1) must be greater than beta_slow (2)"},
       {R"({"method": "yarn"})", "\"format\" (missing)"},
       {R"({"format": "posenc-rope-sidecar/1"})", "\"method\" (missing)"},
       {R"({"format": "posenc-rope-sidecar/1", "method": "yarn", "trained_context": 1.5})",

@@ -81,6 +81,36 @@ def test_loss_falls_and_eval_reads_the_output(texts, tmp_path):
         assert j["table"]["yarn"][str(c)] == pytest.approx(evals[(6, c)], rel=1e-12)
 
 
+def test_method_parameters_go_to_the_sidecar_and_eval(texts, tmp_path):
+    """--beta-fast, --beta-slow, --truncate (the CLI's flags) train with those parameters, land in
+    OUT.json, and posenc eval then uses them without flags: its perplexity is finetune's."""
+    out = tmp_path / "p.bin"
+    args = base_args(texts, out, "--factor", 4, "--beta-fast", 8, "--beta-slow", 0.5, "--truncate",
+                     "false", "--eval", texts[0], "--eval-ctx", "256", "--json")
+    args[args.index("--steps") + 1] = 2
+    r = finetune(*args)
+    assert r.returncode == 0, r.stderr
+    s = json.loads(r.stdout)
+    assert (s["beta_fast"], s["beta_slow"], s["truncate"], s["mscale"]) == (8.0, 0.5, False, None)
+    assert "--beta-fast 8 --beta-slow 0.5 --truncate false" in r.stderr
+    sidecar = json.loads((tmp_path / "p.json").read_text())
+    assert (sidecar["beta_fast"], sidecar["beta_slow"], sidecar["truncate"]) == (8.0, 0.5, False)
+    assert sidecar["low_freq_factor"] is None
+    final = [e["perplexity"] for e in s["evals"] if e["step"] == 2][0]
+    e = subprocess.run([CLI, "eval", "--model", out, "--text", texts[0], "--ctx", "256",
+                        "--threads", "1", "--json"], capture_output=True, text=True, env=cli_env())
+    assert e.returncode == 0, e.stderr
+    j = json.loads(e.stdout)
+    assert j["rope_params"] == {"beta_fast": 8.0, "beta_slow": 0.5, "truncate": False}
+    assert j["table"]["yarn"]["256"] == pytest.approx(final, rel=1e-12)
+    # Without the parameters the same weights give another perplexity: they were used.
+    d = subprocess.run([CLI, "eval", "--model", out, "--text", texts[0], "--ctx", "256",
+                        "--threads", "1", "--json", "--method", "yarn", "--factor", "4"],
+                       capture_output=True, text=True, env=cli_env())
+    assert d.returncode == 0, d.stderr
+    assert json.loads(d.stdout)["table"]["yarn"]["256"] != pytest.approx(final, rel=1e-9)
+
+
 def test_deterministic(texts, tmp_path):
     outs = []
     for name, seed in (("a", 5), ("b", 5), ("c", 6)):
@@ -109,6 +139,11 @@ def test_deterministic(texts, tmp_path):
     ({"--warmup": 7}, "--warmup (7) must be at most --steps (6)"),
     ({"--method": "none", "--factor": 2}, "--factor (2) has no effect on --method none"),
     ({"--method": "ntk", "--attention-factor": 1.5}, "has no effect on method ntk"),
+    ({"--method": "linear", "--beta-fast": 16}, "--beta-fast (16) has no effect on method linear: only yarn"),
+    ({"--low-freq-factor": 2}, "--low-freq-factor (2) has no effect on method yarn: only llama3"),
+    ({"--beta-fast": 1, "--beta-slow": 2}, "beta_fast (1) must be greater than beta_slow (2) (from --beta-fast 1"),
+    ({"--truncate": "yes"}, "--truncate (yes) must be true or false"),
+    ({"--beta-slow": "inf"}, "--beta-slow (inf) must be finite"),
     ({"--factor": -2}, "--factor (-2) must be greater than 0"),
     ({"--eval-ctx": "128"}, "--eval-ctx without --eval"),
     ({"--eval": "EMMA"}, "--eval needs --eval-ctx"),

@@ -68,6 +68,24 @@ def test_the_scaled_method_changes_the_logits(model, pride_ids):
         model.set_rope("none")
 
 
+def test_method_parameters_reach_both_passes(model, pride_ids):
+    """beta_fast, beta_slow, truncate and extrapolation_factor (eval's --beta-fast ...) change
+    YaRN's frequencies in the torch model and in the C++ pass alike; llama3's factors too."""
+    ids = pride_ids[:1024]
+    for method, params in (("yarn", {"beta_fast": 4.0, "beta_slow": 0.5, "truncate": False,
+                                     "extrapolation_factor": 0.5}),
+                           ("llama3", {"low_freq_factor": 0.5, "high_freq_factor": 8.0})):
+        model.set_rope(method, factor=4.0)
+        default = model.rope_spec.frequencies().inv_freq
+        try:
+            model.set_rope(method, factor=4.0, **params)
+            assert model.rope_settings["params"] == params
+            assert not np.array_equal(model.rope_spec.frequencies().inv_freq, default), method
+            assert rel_err(torch_logits(model, ids), model.cpp_logits(ids)) < 1e-5
+        finally:
+            model.set_rope("none")
+
+
 def test_cpp_logits_equal_posenc_eval_model(pride_ids):
     """cpp_logits on the Python copy of the weights = the C++ pass on the file itself."""
     m = Llama.load(MODEL)
@@ -222,6 +240,16 @@ def test_errors(model, tmp_path):
         model.set_rope("ntk", factor=2.0, attention_factor=1.0)
     with pytest.raises(ValueError, match="factor .* must be positive"):
         model.set_rope("yarn", factor=-1.0)
+    with pytest.raises(ValueError, match=r"beta_fast \(16\) has no effect on method linear: only yarn"):
+        model.set_rope("linear", factor=2.0, beta_fast=16)
+    with pytest.raises(ValueError, match=r"beta_fast \(1\) must be greater than beta_slow \(2\)"):
+        model.set_rope("yarn", factor=2.0, beta_fast=1, beta_slow=2)
+    with pytest.raises(TypeError, match="truncate: expected True or False"):
+        model.set_rope("yarn", factor=2.0, truncate=1)
+    with pytest.raises(TypeError, match="beta_fast: expected a number"):
+        model.set_rope("yarn", factor=2.0, beta_fast="16")
+    with pytest.raises(ValueError, match="beta_fast go with a method name"):
+        model.set_rope(model.rope_spec, beta_fast=16)
     spec = posenc.RopeSpec.from_hf_config({"hidden_size": 64, "num_attention_heads": 4})
     with pytest.raises(ValueError, match=r"head_dim \(16\) must equal the model's \(8"):
         model.set_rope(spec)
