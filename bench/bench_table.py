@@ -59,7 +59,7 @@ def fmt_time(seconds):
 
 def fmt_ratio(value):
     # Two decimals, except below 0.05, where two significant digits keep a slow case (an ASan
-    # build, a debug build) from printing as 0.00.
+    # build, a debug build) from printing as 0.00. GB/s too.
     if value is None:
         return "-"
     return f"{value:.2f}" if abs(value) >= 0.05 else f"{value:.2g}"
@@ -71,7 +71,7 @@ def table(records):
              "|---|---:|---:|---:|---:|---:|---:|---:|"]
     for r in records:
         lines.append(
-            f"| {r['name']} | {fmt_time(r['seconds_median'])} | {r['bytes_per_second'] / 1e9:.2f} | "
+            f"| {r['name']} | {fmt_time(r['seconds_median'])} | {fmt_ratio(r['bytes_per_second'] / 1e9)} | "
             f"{fmt_ratio(r.get('ratio_to_stream'))} | {fmt_ratio(r.get('ratio_to_memcpy'))} | "
             f"{fmt_ratio(r.get('ratio_to_scalar'))} | "
             f"{fmt_ratio(r.get('speedup_over_separate'))} | {r.get('threads_used', '-')} |")
