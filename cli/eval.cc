@@ -22,16 +22,16 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
+#include "method_param_flags.h"
 #include "model_rope_sidecar.h"
 #include "options.h"
 #include "output_file.h"
 #include "posenc/core/error.h"
+#include "posenc/core/method_params.h"
 #include "posenc/llama/llama.h"
 #include "posenc/llama/perplexity.h"
-#include "posenc/llama/rope_params.h"
 #include "posenc/report/figures.h"
 #include "report/encoding_json.h"
-#include "rope_param_flags.h"
 
 namespace posenc::cli {
 namespace {
@@ -43,7 +43,7 @@ struct EvalOptions {
   std::vector<std::string> methods{"none",       "linear",  "ntk",          "yarn",
                                    "yarn-paper", "dynamic", "dynamic-yarn", "llama3"};
   std::optional<double> factor;
-  llama::RopeParams params;  // --attention-factor, --beta-fast, ... (rope_param_flags.h)
+  MethodParams params;  // --attention-factor, --beta-fast, ... (method_param_flags.h)
   std::int64_t max_tokens = 131072;
   std::int64_t stride = 0;
   std::int64_t step = 64;
@@ -71,7 +71,7 @@ void refuse_unread(const EvalOptions& o, const llama::Model& model) {
         "leave those out of --method, or drop --factor",
         *o.factor, no_factor));
   }
-  for (const llama::RopeParamInfo& info : llama::rope_param_table()) {
+  for (const MethodParamInfo& info : method_param_table()) {
     if (!o.params.has(info)) continue;
     std::string unread;
     for (const std::string& m : o.methods) {
@@ -80,8 +80,8 @@ void refuse_unread(const EvalOptions& o, const llama::Model& model) {
     }
     if (!unread.empty()) {
       throw Error(fmt::format(
-          "{} ({}) has no effect on --method {}: only {} read it; leave the others out of --method",
-          info.flag, o.params.text(info), unread, methods_reading(info.param)));
+          "{} ({}) applies to {}, not to --method {}: leave those out of --method, or drop {}",
+          info.flag, o.params.text(info), methods_reading(info.param), unread, info.flag));
     }
   }
   if (o.step_option && o.step_option->count() > 0 && !any_dynamic) {
@@ -93,9 +93,9 @@ void refuse_unread(const EvalOptions& o, const llama::Model& model) {
 }
 
 // {"beta_fast": 16, ...}: the parameters set (by flags or the sidecar), the others absent.
-nlohmann::json rope_params_json(const llama::RopeParams& p) {
+nlohmann::json method_params_json(const MethodParams& p) {
   nlohmann::json j = nlohmann::json::object();
-  for (const llama::RopeParamInfo& info : llama::rope_param_table()) {
+  for (const MethodParamInfo& info : method_param_table()) {
     if (!p.has(info)) continue;
     j[std::string(info.key)] =
         info.number ? nlohmann::json(*(p.*info.number)) : nlohmann::json(*p.truncate);
@@ -171,7 +171,7 @@ std::string protocol_line(const EvalOptions& o, std::int64_t trained) {
                 o.stride, o.max_tokens);
   s += o.factor ? fmt::format("; s = {}", *o.factor)
                 : fmt::format("; s = max(1, ctx / {})", trained);
-  if (!o.params.empty()) s += "; " + o.params.flags();
+  if (!o.params.params_empty()) s += "; " + o.params.param_flags();
   return s;
 }
 
@@ -194,9 +194,9 @@ void run_eval(const EvalOptions& given) {
     if (sidecar) {
       o.methods = {sidecar->method};
       if (!o.factor) o.factor = sidecar->factor;
-      llama::RopeParams flags = o.params;
+      MethodParams flags = o.params;
       o.params = sidecar->params;
-      o.params.override_with(flags);
+      o.params.override_params(flags);
       std::cerr << sidecar_note(*sidecar, "eval");
     }
   }
@@ -219,7 +219,7 @@ void run_eval(const EvalOptions& given) {
     const double s =
         o.factor ? *o.factor : std::max(1.0, static_cast<double>(c) / static_cast<double>(trained));
     RopeSpec spec = model.rope_spec(m, s);
-    llama::apply_rope_params(spec, o.params, m, llama::ParamNames::kFlags);
+    apply_method_params(spec, o.params, ParamNames::kFlags, "--method " + m);
     return std::pair{spec, s};
   };
   for (const std::string& m : o.methods) {
@@ -320,7 +320,7 @@ void run_eval(const EvalOptions& given) {
          o.factor ? nlohmann::json(*o.factor) : nlohmann::json("max(1, ctx / trained_context)")},
         {"attention_factor", o.params.attention_factor ? nlohmann::json(*o.params.attention_factor)
                                                        : nlohmann::json(nullptr)},
-        {"rope_params", rope_params_json(o.params)},
+        {"method_params", method_params_json(o.params)},
         {"contexts", o.ctx},
         {"methods", o.methods},
         {"results", results},
@@ -383,7 +383,7 @@ void add_eval(CLI::App& app) {
              "Scaling factor s for every context (default: max(1, ctx / trained context)); not "
              "with none or "
              "dynamic-yarn, which have no factor or derive their own");
-  add_rope_param_flags(cmd, o->params);
+  add_method_param_flags(cmd, o->params, kMethodParamGroup, false);
   add_integer(cmd, "--max-tokens", o->max_tokens, std::int64_t{0}, kMax,
               "Tokens of the text used at most")
       ->capture_default_str();

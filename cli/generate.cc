@@ -17,12 +17,12 @@
 #include <fmt/format.h>
 
 #include "commands.h"
+#include "method_param_flags.h"
 #include "model_rope_sidecar.h"
 #include "options.h"
 #include "posenc/core/error.h"
 #include "posenc/llama/llama.h"
 #include "posenc/llama/perplexity.h"
-#include "rope_param_flags.h"
 
 namespace posenc::cli {
 namespace {
@@ -44,7 +44,7 @@ struct GenerateOptions {
   std::uint64_t seed = 1;
   std::string method = "none";
   std::optional<double> factor;
-  llama::RopeParams params;  // --attention-factor, --beta-fast, ... (rope_param_flags.h)
+  MethodParams params;  // --attention-factor, --beta-fast, ... (method_param_flags.h)
   int threads = 1;
   CLI::Option* seed_option = nullptr;
   CLI::Option* prompt_option = nullptr;
@@ -76,9 +76,9 @@ void run_generate(const GenerateOptions& given) {
     if (sidecar) {
       o.method = sidecar->method;
       if (!o.factor) o.factor = sidecar->factor;
-      llama::RopeParams flags = o.params;  // each flag overrides the sidecar's setting
+      MethodParams flags = o.params;  // each flag overrides the sidecar's setting
       o.params = sidecar->params;
-      o.params.override_with(flags);
+      o.params.override_params(flags);
       std::cerr << sidecar_note(*sidecar, "generate");
     }
   }
@@ -114,7 +114,7 @@ void run_generate(const GenerateOptions& given) {
         fmt::format("--factor ({}) has no effect with --method {}: it reads no factor ({} do)",
                     *o.factor, o.method, methods_reading(kParamFactor)));
   }
-  llama::apply_rope_params(rope, o.params, o.method, llama::ParamNames::kFlags);
+  apply_method_params(rope, o.params, ParamNames::kFlags, "--method " + o.method);
   const llama::Tokenizer& tok = model.tokenizer();
   std::vector<std::int32_t> ids{tok.bos_id()};
   std::string prompt_text = o.prompt;
@@ -219,7 +219,7 @@ void add_generate(CLI::App& app) {
                          ->capture_default_str();
   add_number(cmd, "--factor", o->factor,
              "Scaling factor s (default 1; not with none or dynamic-yarn)");
-  add_rope_param_flags(cmd, o->params);
+  add_method_param_flags(cmd, o->params, kMethodParamGroup, false);
   add_threads(cmd, o->threads, "Threads of the forward pass");
   cmd->callback([o] { run_generate(*o); });
 }

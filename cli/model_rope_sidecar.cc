@@ -60,7 +60,7 @@ std::optional<RopeSidecar> read_rope_sidecar(const std::string& model_path) {
   }
   if (!j.is_object()) throw Error(fmt::format("{}: expected a JSON object", file));
   std::set<std::string> known = {"format", "method", "factor", "trained_context", "fine_tune"};
-  for (const llama::RopeParamInfo& info : llama::rope_param_table()) known.emplace(info.key);
+  for (const MethodParamInfo& info : method_param_table()) known.emplace(info.key);
   for (const auto& [key, value] : j.items()) {
     if (!known.contains(key)) {
       std::string names;
@@ -92,11 +92,11 @@ std::optional<RopeSidecar> read_rope_sidecar(const std::string& model_path) {
                     "derives its own): it must be null",
                     file, *s.factor, s.method));
   }
-  for (const llama::RopeParamInfo& info : llama::rope_param_table()) {
+  for (const MethodParamInfo& info : method_param_table()) {
     const char* key = info.key.data();  // the table's keys are literals
     if (info.number) {
-      s.params.*info.number = info.key == "attention_factor" ? positive_number(j, key, file)
-                                                             : finite_number(j, key, file);
+      s.params.*info.number =
+          info.positive ? positive_number(j, key, file) : finite_number(j, key, file);
     } else if (j.contains(key) && !j[key].is_null()) {
       if (!j[key].is_boolean()) {
         throw Error(
@@ -105,10 +105,13 @@ std::optional<RopeSidecar> read_rope_sidecar(const std::string& model_path) {
       s.params.truncate = j[key].get<bool>();
     }
   }
-  for (const std::string& key : llama::unread_params(s.params, spec, llama::ParamNames::kKeys)) {
-    throw Error(fmt::format(
-        "{}: \"{}\" ({}) has no effect on method {}: only {} read it; it must be null", file, key,
-        j[key].dump(), s.method, methods_reading(llama::rope_param_info(key).param)));
+  if (const std::vector<std::string> unread =
+          unread_method_params(s.params, spec, ParamNames::kKeys);
+      !unread.empty()) {
+    const std::string& key = unread.front();
+    throw Error(fmt::format("{}: \"{}\" ({}) applies to {}, not to method {}; it must be null",
+                            file, key, j[key].dump(), methods_reading(method_param_info(key).param),
+                            s.method));
   }
   if (j.contains("trained_context") && !j["trained_context"].is_null()) {
     if (!j["trained_context"].is_number_integer() || j["trained_context"].get<std::int64_t>() < 2) {
@@ -123,7 +126,7 @@ std::optional<RopeSidecar> read_rope_sidecar(const std::string& model_path) {
 RopeSpec sidecar_rope_spec(const RopeSidecar& s, const llama::Config& config) {
   try {
     RopeSpec spec = llama::rope_spec(config, s.method, s.factor.value_or(1.0));
-    llama::apply_rope_params(spec, s.params, s.method, llama::ParamNames::kKeys);
+    apply_method_params(spec, s.params, ParamNames::kKeys, "method " + s.method);
     return spec;
   } catch (const Error& e) {
     throw Error(fmt::format("RoPE sidecar {}: {}", s.path, e.what()));
@@ -133,7 +136,7 @@ RopeSpec sidecar_rope_spec(const RopeSidecar& s, const llama::Config& config) {
 std::string sidecar_note(const RopeSidecar& s, const std::string& command) {
   std::string what = "--method " + s.method;
   if (s.factor) what += fmt::format(" --factor {}", *s.factor);
-  if (!s.params.empty()) what += " " + s.params.flags();
+  if (!s.params.params_empty()) what += " " + s.params.param_flags();
   return fmt::format(
       "{}: RoPE from {}: {} (the settings the model was fine-tuned with; --method "
       "overrides them)\n",

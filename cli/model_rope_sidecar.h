@@ -7,8 +7,8 @@
 #include <optional>
 #include <string>
 
+#include "posenc/core/method_params.h"
 #include "posenc/llama/llama.h"
-#include "posenc/llama/rope_params.h"
 
 namespace posenc::cli {
 
@@ -16,7 +16,7 @@ struct RopeSidecar {
   std::string path;    // the JSON file read
   std::string method;  // a method name as --method takes it
   std::optional<double> factor;
-  llama::RopeParams params;  // attention_factor, beta_fast, ... (posenc/llama/rope_params.h)
+  MethodParams params;  // beta_fast, attention_factor, ... (posenc/core/method_params.h)
   std::optional<std::int64_t> trained_context;  // the context of the fine-tuning windows
 };
 
@@ -24,7 +24,7 @@ struct RopeSidecar {
 // (or when model_path is that .json file itself).
 // Throws Error naming the file and the key for JSON that is not an object of the known keys
 // ("format": "posenc-rope-sidecar/1", "method", "factor", "trained_context", "fine_tune", and the
-// keys of rope_param_table(): attention_factor, beta_fast, ..., each a number (truncate: a
+// keys of method_param_table(): beta_fast, attention_factor, ..., each a number (truncate: a
 // boolean) or null), a method name set_method does not know, a factor or attention factor that is
 // not positive, or a setting the method does not read. The model's own checks of the settings
 // (spec.h validate(), e.g. beta_fast > beta_slow) come with the model: sidecar_rope_spec.

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "method_param_flags.h"
 #include "options.h"
 #include "posenc/core/error.h"
 #include "posenc/io/model.h"
@@ -45,24 +46,7 @@ void add_extension_options(CLI::App* cmd, ExtendOptions& e) {
   add_optional(cmd, "--factor", e.factor,
                "Scaling factor s (instead of --target-context, or agreeing with it)");
   add_optional(cmd, "--rope-theta", e.rope_theta, "Replace the model's RoPE base");
-  add_optional(cmd, "--beta-fast", e.beta_fast,
-               "YaRN: rotations above which pairs keep their frequency");
-  add_optional(cmd, "--beta-slow", e.beta_slow,
-               "YaRN: rotations below which pairs are interpolated");
-  add_optional(cmd, "--attention-factor", e.attention_factor,
-               "YaRN, LongRoPE: attention factor (multiplies cos and sin)");
-  add_optional(cmd, "--mscale", e.mscale,
-               "YaRN (DeepSeek): numerator mscale of the attention factor");
-  add_optional(cmd, "--mscale-all-dim", e.mscale_all_dim,
-               "YaRN (DeepSeek): denominator mscale, and the softmax scale");
-  add_bool(cmd, "--truncate", e.truncate,
-           "YaRN: floor/ceil the correction range (true, the default) or not (false, as gpt-oss)")
-      ->group(kExtensionGroup);
-  add_optional(cmd, "--extrapolation-factor", e.extrapolation_factor,
-               "YaRN: weight of the extrapolated frequency (llama.cpp ext_factor)");
-  add_optional(cmd, "--low-freq-factor", e.low_freq_factor, "llama3: low_freq_factor");
-  add_optional(cmd, "--high-freq-factor", e.high_freq_factor, "llama3: high_freq_factor");
-  add_optional(cmd, "--alpha", e.alpha, "ntk-alpha (Hunyuan): base rope_theta * alpha^(D/(D-2))");
+  add_method_param_flags(cmd, e, kExtensionGroup, true);
 }
 
 }  // namespace

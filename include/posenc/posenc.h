@@ -1,6 +1,7 @@
 // posenc/posenc.h: the whole public API, every header below. Where to start, layer by layer (each
 // layer uses only layers listed before it; docs/design.md §2 draws the data flow):
-//   core/      spec.h (RopeSpec, the methods and their traits) -> frequencies.h (inv_freq and the
+//   core/      spec.h (RopeSpec, the methods and their traits), method_params.h (a method's parameters
+//              beyond its factor, one key and flag each) -> frequencies.h (inv_freq and the
 //              two scalars, in the numerics.h conventions) -> cos_sin.h; ggml.h (llama.cpp's
 //              parameters), sinusoidal.h, mrope_positions.h (M-RoPE ids of text, images,
 //              videos), defaults.h, error.h, threads.h
@@ -10,8 +11,7 @@
 //   io/        models in: model.h (load_model: config.json or GGUF), config.h, gguf.h, presets.h,
 //              extend.h (--scaling), npy.h, vision_config.h
 //   analysis/  engines.h (transformers, llama.cpp, vLLM side by side), doctor.h, verify.h, pairs.h
-//   llama/     llama.h (the stories260K model), perplexity.h, attention.h (fused, for training),
-//              rope_params.h (a method's parameters beyond the factor, as eval's flags)
+//   llama/     llama.h (the stories260K model), perplexity.h, attention.h (fused, for training)
 //   report/    svg.h, figures.h, report.h (the HTML page), json.h (the --json of inspect,
 //              compare and doctor)
 #pragma once
@@ -26,6 +26,7 @@
 #include "posenc/core/error.h"
 #include "posenc/core/frequencies.h"
 #include "posenc/core/ggml.h"
+#include "posenc/core/method_params.h"
 #include "posenc/core/mrope_positions.h"
 #include "posenc/core/numerics.h"
 #include "posenc/core/sinusoidal.h"
@@ -42,7 +43,6 @@
 #include "posenc/llama/attention.h"
 #include "posenc/llama/llama.h"
 #include "posenc/llama/perplexity.h"
-#include "posenc/llama/rope_params.h"
 #include "posenc/report/figures.h"
 #include "posenc/report/json.h"
 #include "posenc/report/report.h"

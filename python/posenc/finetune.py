@@ -23,21 +23,13 @@ import time
 
 import numpy as np
 
+from . import _posenc
+
 SIDECAR_FORMAT = "posenc-rope-sidecar/1"
-# The method parameters beyond the factor, as `posenc eval` names them (posenc/llama/rope_params.h):
-# (key: the sidecar's and Llama.set_rope's, flag, help). A method that does not read one refuses it.
-METHOD_PARAMS = [
-    ("attention_factor", "--attention-factor", "YaRN methods: this attention factor instead of 0.1 ln(s) + 1"),
-    ("beta_fast", "--beta-fast", "YaRN methods: rotations above which pairs keep w (default 32)"),
-    ("beta_slow", "--beta-slow", "YaRN methods: rotations below which pairs get w/s (default 1)"),
-    ("mscale", "--mscale", "YaRN methods (DeepSeek): numerator mscale of the attention factor"),
-    ("mscale_all_dim", "--mscale-all-dim", "YaRN methods (DeepSeek): denominator mscale, and the softmax scale"),
-    ("extrapolation_factor", "--extrapolation-factor",
-     "YaRN methods: weight of the extrapolated frequency, in [0, 1] (default 1)"),
-    ("truncate", "--truncate", "yarn, dynamic-yarn: floor/ceil the correction dims, true|false (default true)"),
-    ("low_freq_factor", "--low-freq-factor", "llama3: low_freq_factor (default 1)"),
-    ("high_freq_factor", "--high-freq-factor", "llama3: high_freq_factor (default 4)"),
-]
+# The method parameters beyond the factor, as `posenc eval` names them: (key, flag, positive,
+# boolean, read by) from include/posenc/core/method_params.h's table; alpha (ntk-alpha's) is not
+# among the methods here.
+METHOD_PARAMS = [row for row in _posenc._method_params() if row[0] != "alpha"]
 
 
 class Refusal(Exception):
@@ -116,10 +108,11 @@ def parser():
     p.add_argument("--factor", type=_number("--factor", 0.0),
                    help="scaling factor s (default max(1, N / trained context), as posenc eval; "
                         "not with none or dynamic-yarn)")
-    for key, flag, text in METHOD_PARAMS:
-        kind = _bool(flag) if key == "truncate" else _number(flag, 0.0) if key == "attention_factor" else _number(flag)
-        p.add_argument(flag, dest=key, type=kind, metavar="true|false" if key == "truncate" else None,
-                       help=text + " (default: the method's; refused by a method that does not read it)")
+    for key, flag, positive, boolean, read_by in METHOD_PARAMS:
+        kind = _bool(flag) if boolean else _number(flag, 0.0) if positive else _number(flag)
+        p.add_argument(flag, dest=key, type=kind, metavar="true|false" if boolean else "NUMBER",
+                       help=f"{read_by}: as posenc eval {flag} (default: the method's; refused by "
+                            "a method that does not read it)")
     p.add_argument("--steps", required=True, type=_positive_int("--steps"), help="optimizer steps")
     p.add_argument("--batch", type=_positive_int("--batch"), default=1, help="windows per step (default 1)")
     p.add_argument("--lr", required=True, type=_number("--lr", 0.0), help="peak learning rate")
@@ -145,8 +138,8 @@ def parser():
 
 
 def method_params(args):
-    """The method parameter flags given: {key: value} (posenc/llama/rope_params.h's keys)."""
-    return {key: getattr(args, key) for key, _, _ in METHOD_PARAMS if getattr(args, key) is not None}
+    """The method parameter flags given: {key: value} (method_params.h's keys)."""
+    return {key: getattr(args, key) for key, *_ in METHOD_PARAMS if getattr(args, key) is not None}
 
 
 def _text(value):
@@ -185,7 +178,6 @@ def check(args):
 def run(args, log=sys.stderr):
     check(args)
     import torch
-    from . import _posenc
     from .llama import Llama
 
     from . import _blas  # torch and its BLAS, N threads each
@@ -272,7 +264,7 @@ def run(args, log=sys.stderr):
     print(f"finetune: {args.model} ({sum(p.numel() for p in model.parameters())} parameters), "
           f"{len(texts)} texts ({', '.join(str(len(t)) for t in texts)} tokens), ctx {args.ctx}, "
           f"--method {args.method}" + (f" --factor {factor:g}" if factor is not None else "")
-          + "".join(f" {flag} {_text(params[key])}" for key, flag, _ in METHOD_PARAMS if key in params)
+          + "".join(f" {flag} {_text(params[key])}" for key, flag, *_ in METHOD_PARAMS if key in params)
           + f", {args.steps} steps x {args.batch} windows, {args.threads} threads", file=log, flush=True)
     evaluate(0)
     losses = []
@@ -307,7 +299,7 @@ def run(args, log=sys.stderr):
         "format": SIDECAR_FORMAT,
         "method": args.method,
         "factor": factor,
-        **{key: params.get(key) for key, _, _ in METHOD_PARAMS},
+        **{key: params.get(key) for key, *_ in METHOD_PARAMS},
         "trained_context": args.ctx,
         "fine_tune": {"base_model": os.path.basename(args.model),
                       "train": [os.path.basename(t) for t in args.train], "steps": args.steps,
@@ -320,7 +312,7 @@ def run(args, log=sys.stderr):
     return {
         "model": args.model, "output": args.output, "sidecar": sidecar_path(args.output),
         "train": args.train, "train_tokens": [len(t) for t in texts], "ctx": args.ctx,
-        "method": args.method, "factor": factor, **{key: params.get(key) for key, _, _ in METHOD_PARAMS},
+        "method": args.method, "factor": factor, **{key: params.get(key) for key, *_ in METHOD_PARAMS},
         "steps": args.steps, "batch": args.batch, "lr": args.lr, "warmup": args.warmup,
         "seed": args.seed, "threads": args.threads, "tokens_trained": tokens,
         "train_seconds": train_s, "tokens_per_second": tokens / train_s if train_s > 0 else 0.0,

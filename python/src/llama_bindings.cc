@@ -13,10 +13,10 @@
 
 #include "bindings.h"
 #include "posenc/core/error.h"
+#include "posenc/core/method_params.h"
 #include "posenc/core/threads.h"
 #include "posenc/llama/llama.h"
 #include "posenc/llama/perplexity.h"
-#include "posenc/llama/rope_params.h"
 
 namespace posenc::python {
 namespace {
@@ -32,14 +32,14 @@ std::span<const std::int32_t> token_span(const Tokens& tokens) {
   return {tokens.data(), static_cast<std::size_t>(tokens.size())};
 }
 
-// {"beta_fast": 16, "truncate": False, ...} (posenc/llama/rope_params.h's keys; None: the
+// {"beta_fast": 16, "truncate": False, ...} (posenc/core/method_params.h's keys; None: the
 // method's default) as RopeParams. An unknown key is an error, never dropped.
-llama::RopeParams rope_params_of(const std::optional<py::dict>& d) {
-  llama::RopeParams p;
+MethodParams method_params_of(const std::optional<py::dict>& d) {
+  MethodParams p;
   if (!d) return p;
   for (const auto& [k, v] : *d) {
     const std::string key = py::str(k);
-    const llama::RopeParamInfo& info = llama::rope_param_info(key);
+    const MethodParamInfo& info = method_param_info(key);
     if (v.is_none()) continue;
     const bool is_bool = py::isinstance<py::bool_>(v);
     if (info.number) {
@@ -61,10 +61,10 @@ llama::RopeParams rope_params_of(const std::optional<py::dict>& d) {
 // eval refuses them for methods that do not read them).
 std::shared_ptr<Spec> llama_spec(const llama::Config& config, const std::string& method,
                                  double factor, const std::optional<py::dict>& params,
-                                 llama::ParamNames names = llama::ParamNames::kKeys) {
+                                 ParamNames names = ParamNames::kKeys) {
   if (!(factor > 0)) throw Error("factor (" + std::to_string(factor) + ") must be positive");
   RopeSpec spec = llama::rope_spec(config, method, factor);
-  llama::apply_rope_params(spec, rope_params_of(params), method, names);
+  apply_method_params(spec, method_params_of(params), names, "method " + method);
   ModelConfig c;
   c.source = "llama " + method;
   c.model_type = "llama";
@@ -219,14 +219,26 @@ void bind_llama(py::module_& m) {
          const std::string& method, double factor, const std::optional<py::dict>& params,
          bool flag_names) {
         return llama_spec(config_of(dim, n_heads, seq_len, rope_theta), method, factor, params,
-                          flag_names ? llama::ParamNames::kFlags : llama::ParamNames::kKeys);
+                          flag_names ? ParamNames::kFlags : ParamNames::kKeys);
       },
       py::arg("dim"), py::arg("n_heads"), py::arg("seq_len"), py::arg("rope_theta"),
       py::arg("method"), py::arg("factor") = 1.0, py::arg("params") = py::none(),
       py::arg("flag_names") = false,
       "Model::rope_spec for a model of this configuration (llama::rope_spec), with the "
-      "method's parameters (a dict of posenc/llama/rope_params.h's keys); errors name them as "
+      "method's parameters (a dict of posenc/core/method_params.h's keys); errors name them as "
       "keys, or as flags (--beta-fast) with flag_names");
+  m.def(
+      "_method_params",
+      [] {
+        py::list rows;
+        for (const MethodParamInfo& info : method_param_table()) {
+          rows.append(py::make_tuple(std::string(info.key), std::string(info.flag), info.positive,
+                                     info.number == nullptr, methods_reading(info.param)));
+        }
+        return rows;
+      },
+      "posenc/core/method_params.h's table: (key, flag, positive, boolean, read by) per "
+      "parameter");
   m.def(
       "_reads_factor", [](const Spec& spec) { return method_reads(spec.rope(), kParamFactor); },
       py::arg("spec"),

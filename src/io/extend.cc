@@ -25,12 +25,6 @@ constexpr double kFactorAgreement = 1e-12;
 
 bool is_yarn_family(Method m) { return method_info(m).reads_param(kParamYarn); }
 
-// A flag's value as a user would type it: 20000 rather than num()'s 2e+04.
-std::string flag_value(double v) {
-  if (std::abs(v) < 1e15 && std::trunc(v) == v) return std::to_string(static_cast<std::int64_t>(v));
-  return num(v);
-}
-
 std::string describe(const RopeSpec& s) {
   std::string out = method_name(s) + " (factor " + num(s.factor);
   if (s.original_max_position_embeddings > 0) {
@@ -39,19 +33,11 @@ std::string describe(const RopeSpec& s) {
   return out + ")";
 }
 
-void require_finite(const char* flag, const std::optional<double>& v) {
-  if (v && !std::isfinite(*v))
-    throw Error(std::string(flag) + " (" + num(*v) + ") must be a finite number");
-}
-
-void require_positive(const char* flag, const std::optional<double>& v) {
-  if (v && !(std::isfinite(*v) && *v > 0)) {
-    throw Error(std::string(flag) + " (" + num(*v) + ") must be a finite number greater than 0");
-  }
-}
-
+// The values of the flags only extend_spec reads; the method parameters' are set_method_params'.
 void check_values(const ExtendOptions& o) {
-  require_positive("--factor", o.factor);
+  if (o.factor && !(std::isfinite(*o.factor) && *o.factor > 0)) {
+    throw Error("--factor (" + num(*o.factor) + ") must be a finite number greater than 0");
+  }
   if (o.target_context && *o.target_context <= 0) {
     throw Error("--target-context (" + std::to_string(*o.target_context) +
                 ") must be a positive integer");
@@ -59,15 +45,6 @@ void check_values(const ExtendOptions& o) {
   if (o.rope_theta && !(std::isfinite(*o.rope_theta) && *o.rope_theta > 1)) {
     throw Error("--rope-theta (" + num(*o.rope_theta) + ") must be a finite number greater than 1");
   }
-  require_finite("--beta-fast", o.beta_fast);
-  require_finite("--beta-slow", o.beta_slow);
-  require_positive("--attention-factor", o.attention_factor);
-  require_finite("--mscale", o.mscale);
-  require_finite("--mscale-all-dim", o.mscale_all_dim);
-  require_finite("--extrapolation-factor", o.extrapolation_factor);
-  require_positive("--low-freq-factor", o.low_freq_factor);
-  require_positive("--high-freq-factor", o.high_freq_factor);
-  require_positive("--alpha", o.alpha);
 }
 
 // Replaces the method; returns the warning that says so ("" when the base had no scaling).
@@ -150,48 +127,6 @@ void apply_factor(RopeSpec& s, std::int64_t l0, std::optional<std::int64_t> targ
   }
 }
 
-// A parameter flag the final method does not read is refused rather than dropped.
-void refuse_unread(const RopeSpec& s, const char* flag, const std::string& value,
-                   MethodParam param) {
-  if (!method_reads(s, param)) {
-    throw Error(std::string(flag) + " (" + value + ") applies to " + methods_reading(param) +
-                ", not to rope_type \"" + method_name(s) + "\"");
-  }
-}
-
-void set_param(const RopeSpec& s, const char* flag, const std::optional<double>& v,
-               MethodParam param, double* field) {
-  if (!v) return;
-  refuse_unread(s, flag, num(*v), param);
-  *field = *v;
-}
-
-void apply_params(RopeSpec& s, const ExtendOptions& o) {
-  set_param(s, "--beta-fast", o.beta_fast, kParamYarn, &s.yarn.beta_fast);
-  set_param(s, "--beta-slow", o.beta_slow, kParamYarn, &s.yarn.beta_slow);
-  set_param(s, "--extrapolation-factor", o.extrapolation_factor, kParamYarn,
-            &s.yarn.extrapolation_factor);
-  double value = 0;
-  set_param(s, "--mscale", o.mscale, kParamYarn, &value);
-  if (o.mscale) s.yarn.mscale = value;
-  set_param(s, "--mscale-all-dim", o.mscale_all_dim, kParamYarn, &value);
-  if (o.mscale_all_dim) s.yarn.mscale_all_dim = value;
-  set_param(s, "--attention-factor", o.attention_factor, kParamAttentionFactor, &value);
-  if (o.attention_factor) {
-    (method_info(s).attention == AttentionRule::kLongrope ? s.longrope.attention_factor
-                                                          : s.yarn.attention_factor) = value;
-  }
-  if (o.truncate) {
-    // The paper's ramp has no correction dims: --truncate would change nothing (as `apply` says).
-    refuse_unread(s, "--truncate", *o.truncate ? "true" : "false", kParamYarnDims);
-    s.yarn.truncate = *o.truncate;
-  }
-  set_param(s, "--low-freq-factor", o.low_freq_factor, kParamLlama3, &s.llama3.low_freq_factor);
-  set_param(s, "--high-freq-factor", o.high_freq_factor, kParamLlama3, &s.llama3.high_freq_factor);
-  set_param(s, "--alpha", o.alpha, kParamAlpha, &s.alpha);
-  if (o.rope_theta) s.rope_theta = *o.rope_theta;
-}
-
 }  // namespace
 
 std::int64_t reachable_context(const RopeSpec& s) {
@@ -207,9 +142,7 @@ std::int64_t reachable_context(const RopeSpec& s) {
 }
 
 bool ExtendOptions::empty() const {
-  return !scaling && !target_context && !factor && !rope_theta && !beta_fast && !beta_slow &&
-         !attention_factor && !mscale && !mscale_all_dim && !truncate && !extrapolation_factor &&
-         !low_freq_factor && !high_freq_factor && !alpha;
+  return !scaling && !target_context && !factor && !rope_theta && params_empty();
 }
 
 std::string ExtendOptions::flags() const {
@@ -220,17 +153,9 @@ std::string ExtendOptions::flags() const {
   };
   if (scaling) add("--scaling", *scaling);
   if (target_context) add("--target-context", std::to_string(*target_context));
-  for (const auto& [flag, v] :
-       {std::pair{"--factor", factor}, std::pair{"--rope-theta", rope_theta},
-        std::pair{"--beta-fast", beta_fast}, std::pair{"--beta-slow", beta_slow},
-        std::pair{"--attention-factor", attention_factor}, std::pair{"--mscale", mscale},
-        std::pair{"--mscale-all-dim", mscale_all_dim},
-        std::pair{"--extrapolation-factor", extrapolation_factor},
-        std::pair{"--low-freq-factor", low_freq_factor},
-        std::pair{"--high-freq-factor", high_freq_factor}, std::pair{"--alpha", alpha}}) {
-    if (v) add(flag, flag_value(*v));
-  }
-  if (truncate) add("--truncate", *truncate ? "true" : "false");
+  if (factor) add("--factor", num(*factor));
+  if (rope_theta) add("--rope-theta", num(*rope_theta));
+  if (!params_empty()) out += (out.empty() ? "" : " ") + param_flags();
   return out;
 }
 
@@ -287,7 +212,9 @@ RopeSpec extend_spec(const RopeSpec& base, const ExtendOptions& o,
       s.original_max_position_embeddings = l0;  // dynamic-yarn: s = seq_len / L0
     }
   }
-  apply_params(s, o);
+  // A parameter flag the final method does not read is refused rather than dropped.
+  set_method_params(s, o, ParamNames::kFlags, "rope_type \"" + method_name(s) + "\"");
+  if (o.rope_theta) s.rope_theta = *o.rope_theta;
 
   std::vector<std::string> before;
   try {

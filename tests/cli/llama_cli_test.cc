@@ -82,7 +82,8 @@ TEST(EvalCli, TableAndErrors) {
   r = posenc("eval --model " + kModel + " --text " + kPride +
              " --ctx 256 --method ntk --attention-factor 1");
   EXPECT_EQ(r.status, 1);
-  EXPECT_NE(r.err.find("--attention-factor (1) has no effect on --method ntk: only yarn"),
+  EXPECT_NE(r.err.find("--attention-factor (1) applies to yarn, yarn-paper, dynamic-yarn and "
+                       "longrope, not to --method ntk"),
             std::string::npos)
       << r.err;
   r = posenc("eval --model " + kModel + " --text " + kPride +

@@ -4,12 +4,14 @@
 // --scaling and the extension flags (extend.h). One CLI run per (command, method, flag), except
 // `report` (seconds per page): every refused pair, and one accepted flag per method.
 #include <cstring>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
 
+#include "posenc/core/method_params.h"
 #include "posenc/core/spec.h"
 #include "posenc/io/npy.h"
 #include "support/cli_runner.h"
@@ -188,24 +190,38 @@ TEST(MethodFlags, ExtensionTargetFlagsNeedAScalingMethod) {
   }
 }
 
-// eval and generate take llama::Model::rope_spec's methods (name and factor alone) and refuse
-// the options a method does not read, by the same registry: --factor (the factor), eval's
-// --attention-factor (YaRN's parameters) and --step (a method that depends on the length).
+// eval and generate take llama::Model::rope_spec's methods and refuse the options a method does not
+// read, by the same registry: --factor (the factor), every method parameter of
+// core/method_params.h's table but ntk-alpha's --alpha (with a value valid beside the defaults),
+// and --step (a method that depends on the length).
 TEST(MethodFlags, EvalAndGenerateAgreeWithTheRegistry) {
   const std::string model =
       std::string(POSENC_SHARED_DIR) + "/models/stories260K/tinystories_260k_v1.bin";
   const std::string text = std::string(POSENC_SHARED_DIR) + "/data/austen/prideprejudice.txt";
   struct Option {
     std::string flag;
-    bool (*reads)(const posenc::RopeSpec&);
+    std::function<bool(const posenc::RopeSpec&)> reads;
+    const char* refusal;
   };
-  const std::vector<Option> options = {
+  std::vector<Option> options = {
       {"--factor 2",
-       [](const posenc::RopeSpec& s) { return posenc::method_reads(s, posenc::kParamFactor); }},
-      {"--attention-factor 1.5",
-       [](const posenc::RopeSpec& s) { return posenc::method_reads(s, posenc::kParamYarn); }},
-      {"--step 32", [](const posenc::RopeSpec& s) { return posenc::depends_on_length(s); }},
+       [](const posenc::RopeSpec& s) { return posenc::method_reads(s, posenc::kParamFactor); },
+       "has no effect"},
+      {"--step 32", [](const posenc::RopeSpec& s) { return posenc::depends_on_length(s); },
+       "has no effect"},
   };
+  const std::map<std::string, std::string> values = {
+      {"beta_fast", "16"},      {"beta_slow", "2"},        {"attention_factor", "1.5"},
+      {"mscale", "1"},          {"mscale_all_dim", "1"},   {"extrapolation_factor", "0.5"},
+      {"low_freq_factor", "2"}, {"high_freq_factor", "8"}, {"truncate", "false"}};
+  for (const posenc::MethodParamInfo& info : posenc::method_param_table()) {
+    if (info.key == "alpha") continue;
+    const posenc::MethodParam param = info.param;
+    options.push_back(
+        {std::string(info.flag) + " " + values.at(std::string(info.key)),
+         [param](const posenc::RopeSpec& s) { return posenc::method_reads(s, param); },
+         "applies to"});
+  }
   for (const std::string method :
        {"none", "linear", "ntk", "yarn", "yarn-paper", "dynamic", "dynamic-yarn", "llama3"}) {
     posenc::RopeSpec spec;
@@ -216,8 +232,7 @@ TEST(MethodFlags, EvalAndGenerateAgreeWithTheRegistry) {
       const posenc_cli::CliRun r = posenc(args);
       EXPECT_EQ(r.status == 0, o.reads(spec)) << "posenc " << args << "\n" << r.err;
       if (r.status != 0) {
-        EXPECT_NE(r.err.find("has no effect"), std::string::npos) << "posenc " << args << "\n"
-                                                                  << r.err;
+        EXPECT_NE(r.err.find(o.refusal), std::string::npos) << "posenc " << args << "\n" << r.err;
       }
     }
     const std::string args = "generate --model " + model +

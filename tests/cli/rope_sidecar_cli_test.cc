@@ -73,7 +73,7 @@ TEST(RopeSidecarCli, EvalUsesItsMethodParameters) {
             std::string::npos)
       << r.err;
   const auto j = nlohmann::json::parse(r.out);
-  EXPECT_EQ(j["rope_params"], nlohmann::json::parse(R"({"beta_fast": 4.0, "beta_slow": 0.5,
+  EXPECT_EQ(j["method_params"], nlohmann::json::parse(R"({"beta_fast": 4.0, "beta_slow": 0.5,
                                                          "extrapolation_factor": 0.5,
                                                          "truncate": false})"));
   const auto flags = eval_json(kModel,
@@ -84,8 +84,8 @@ TEST(RopeSidecarCli, EvalUsesItsMethodParameters) {
   EXPECT_NE(j["table"]["yarn"]["1024"], plain["table"]["yarn"]["1024"]);
   // A flag overrides one parameter and keeps the others.
   const auto over = eval_json(model, "--beta-fast 8");
-  EXPECT_EQ(over["rope_params"]["beta_fast"], 8.0);
-  EXPECT_EQ(over["rope_params"]["truncate"], false);
+  EXPECT_EQ(over["method_params"]["beta_fast"], 8.0);
+  EXPECT_EQ(over["method_params"]["truncate"], false);
 
   // llama3's two factors.
   const std::string l3 = model_with_sidecar(
@@ -102,7 +102,8 @@ TEST(RopeSidecarCli, EvalAndGenerateRefuseParametersTheMethodDoesNotRead) {
   CliRun r = posenc("eval --model " + kModel + " --text " + kPride +
                     " --ctx 512 --method yarn,linear,ntk --beta-fast 8");
   EXPECT_EQ(r.status, 1);
-  EXPECT_NE(r.err.find("--beta-fast (8) has no effect on --method linear, ntk: only yarn"),
+  EXPECT_NE(r.err.find("--beta-fast (8) applies to yarn, yarn-paper and dynamic-yarn, not to "
+                       "--method linear, ntk"),
             std::string::npos)
       << r.err;
   r = posenc("eval --model " + kModel + " --text " + kPride +
@@ -110,10 +111,10 @@ TEST(RopeSidecarCli, EvalAndGenerateRefuseParametersTheMethodDoesNotRead) {
   EXPECT_EQ(r.status, 1);
   EXPECT_NE(r.err.find("beta_fast (1) must be greater than beta_slow (2)"), std::string::npos)
       << r.err;
-  EXPECT_NE(r.err.find("--beta-fast 1 --beta-slow 2"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("(with --beta-fast 1 --beta-slow 2)"), std::string::npos) << r.err;
   r = posenc("generate --model " + kModel + " --prompt Once --tokens 2 --low-freq-factor 2");
   EXPECT_EQ(r.status, 1);
-  EXPECT_NE(r.err.find("--low-freq-factor (2) has no effect on method none: only llama3"),
+  EXPECT_NE(r.err.find("--low-freq-factor (2) applies to llama3, not to --method none"),
             std::string::npos)
       << r.err;
   r = posenc("generate --model " + kModel + " --prompt Once --tokens 2 --truncate maybe");
@@ -169,11 +170,12 @@ TEST(RopeSidecarCli, BadSidecarsAreRefused) {
       {R"({"format": "posenc-rope-sidecar/1", "method": "none", "factor": 4})",
        "no effect on method none"},
       {R"({"format": "posenc-rope-sidecar/1", "method": "ntk", "attention_factor": 2})",
-       "\"attention_factor\" (2) has no effect on method ntk"},
+       "\"attention_factor\" (2) applies to yarn, yarn-paper, dynamic-yarn and longrope, not to "
+       "method ntk"},
       {R"({"format": "posenc-rope-sidecar/1", "method": "yarn", "scale": 4})",
        "unknown key \"scale\""},
       {R"({"format": "posenc-rope-sidecar/1", "method": "linear", "beta_fast": 16})",
-       "\"beta_fast\" (16) has no effect on method linear: only yarn"},
+       "\"beta_fast\" (16) applies to yarn, yarn-paper and dynamic-yarn, not to method linear"},
       {R"({"format": "posenc-rope-sidecar/1", "method": "yarn", "truncate": 0})",
        "\"truncate\" (0) must be true, false or null"},
       {R"({"format": "posenc-rope-sidecar/1", "method": "yarn", "beta_slow": "1"})",

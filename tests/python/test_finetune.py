@@ -101,7 +101,7 @@ def test_method_parameters_go_to_the_sidecar_and_eval(texts, tmp_path):
                         "--threads", "1", "--json"], capture_output=True, text=True, env=cli_env())
     assert e.returncode == 0, e.stderr
     j = json.loads(e.stdout)
-    assert j["rope_params"] == {"beta_fast": 8.0, "beta_slow": 0.5, "truncate": False}
+    assert j["method_params"] == {"beta_fast": 8.0, "beta_slow": 0.5, "truncate": False}
     assert j["table"]["yarn"]["256"] == pytest.approx(final, rel=1e-12)
     # Without the parameters the same weights give another perplexity: they were used.
     d = subprocess.run([CLI, "eval", "--model", out, "--text", texts[0], "--ctx", "256",
@@ -138,10 +138,10 @@ def test_deterministic(texts, tmp_path):
     ({"--warmup": -1}, "--warmup (-1) must not be negative"),
     ({"--warmup": 7}, "--warmup (7) must be at most --steps (6)"),
     ({"--method": "none", "--factor": 2}, "--factor (2) has no effect on --method none"),
-    ({"--method": "ntk", "--attention-factor": 1.5}, "has no effect on method ntk"),
-    ({"--method": "linear", "--beta-fast": 16}, "--beta-fast (16) has no effect on method linear: only yarn"),
-    ({"--low-freq-factor": 2}, "--low-freq-factor (2) has no effect on method yarn: only llama3"),
-    ({"--beta-fast": 1, "--beta-slow": 2}, "beta_fast (1) must be greater than beta_slow (2) (from --beta-fast 1"),
+    ({"--method": "ntk", "--attention-factor": 1.5}, "not to method ntk"),
+    ({"--method": "linear", "--beta-fast": 16}, "--beta-fast (16) applies to yarn, yarn-paper and dynamic-yarn, not to method linear"),
+    ({"--low-freq-factor": 2}, "--low-freq-factor (2) applies to llama3, not to method yarn"),
+    ({"--beta-fast": 1, "--beta-slow": 2}, "beta_fast (1) must be greater than beta_slow (2) (with --beta-fast 1"),
     ({"--truncate": "yes"}, "--truncate (yes) must be true or false"),
     ({"--beta-slow": "inf"}, "--beta-slow (inf) must be finite"),
     ({"--factor": -2}, "--factor (-2) must be greater than 0"),

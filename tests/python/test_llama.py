@@ -236,11 +236,11 @@ def test_tokenizer_is_eval_s(model):
 def test_errors(model, tmp_path):
     with pytest.raises(ValueError, match="rope-magic"):
         model.set_rope("rope-magic")
-    with pytest.raises(ValueError, match="attention_factor .* has no effect on method ntk"):
+    with pytest.raises(ValueError, match="attention_factor .* not to method ntk"):
         model.set_rope("ntk", factor=2.0, attention_factor=1.0)
     with pytest.raises(ValueError, match="factor .* must be positive"):
         model.set_rope("yarn", factor=-1.0)
-    with pytest.raises(ValueError, match=r"beta_fast \(16\) has no effect on method linear: only yarn"):
+    with pytest.raises(ValueError, match=r"beta_fast \(16\) applies to yarn, yarn-paper and dynamic-yarn, not to method linear"):
         model.set_rope("linear", factor=2.0, beta_fast=16)
     with pytest.raises(ValueError, match=r"beta_fast \(1\) must be greater than beta_slow \(2\)"):
         model.set_rope("yarn", factor=2.0, beta_fast=1, beta_slow=2)

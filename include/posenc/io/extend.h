@@ -24,11 +24,14 @@
 #include <string>
 #include <vector>
 
+#include "posenc/core/method_params.h"
 #include "posenc/core/spec.h"
 
 namespace posenc {
 
-struct ExtendOptions {
+// The method parameters (--beta-fast, --attention-factor, ..., --alpha: core/method_params.h),
+// and the flags only an extension has.
+struct ExtendOptions : MethodParams {
   // --scaling: "none", "linear", "ntk", "dynamic", "yarn", "yarn-paper", "dynamic-yarn",
   // "llama3", "ntk-alpha" (with alpha), or "longrope" (only for a model that already has LongRoPE
   // factor lists). Unset: the model's own method.
@@ -36,18 +39,6 @@ struct ExtendOptions {
   std::optional<std::int64_t> target_context;  // --target-context N: s = N / L0
   std::optional<double> factor;                // --factor S (with N: must agree)
   std::optional<double> rope_theta;            // --rope-theta: replaces the base, any method
-  // YaRN family (yarn, yarn-paper, dynamic-yarn); attention_factor also LongRoPE.
-  std::optional<double> beta_fast;             // --beta-fast
-  std::optional<double> beta_slow;             // --beta-slow
-  std::optional<double> attention_factor;      // --attention-factor
-  std::optional<double> mscale;                // --mscale
-  std::optional<double> mscale_all_dim;        // --mscale-all-dim
-  std::optional<bool> truncate;                // --truncate true|false
-  std::optional<double> extrapolation_factor;  // --extrapolation-factor
-  // Llama 3.
-  std::optional<double> low_freq_factor;   // --low-freq-factor
-  std::optional<double> high_freq_factor;  // --high-freq-factor
-  std::optional<double> alpha;             // --alpha: ntk-alpha (Hunyuan), required by it
 
   bool empty() const;         // no option set: extend_spec returns the base unchanged
   std::string flags() const;  // the options as flags, "--scaling yarn --target-context 65536"
