@@ -218,11 +218,12 @@ struct Session::State {
                     std::span<const std::int32_t>(all_positions.data(), z(count)), opt.threads);
     } else {
       const std::int64_t chunks = (count + kRerotateChunk - 1) / kRerotateChunk;
-      parallel_if(count * KV >= kMinParallelKeyFloats, chunks, [&](std::int64_t t0, std::int64_t t1) {
-        const std::int64_t p0 = t0 * kRerotateChunk, p1 = std::min(count, t1 * kRerotateChunk);
-        detail::rerotate_rows({keys + p0 * KV, KV, p1 - p0, c.kv_heads, hd,
-                               sub.c2.data() + p0 * hd, sub.s2.data() + p0 * hd});
-      });
+      parallel_if(
+          count * KV >= kMinParallelKeyFloats, chunks, [&](std::int64_t t0, std::int64_t t1) {
+            const std::int64_t p0 = t0 * kRerotateChunk, p1 = std::min(count, t1 * kRerotateChunk);
+            detail::rerotate_rows({keys + p0 * KV, KV, p1 - p0, c.kv_heads, hd,
+                                   sub.c2.data() + p0 * hd, sub.s2.data() + p0 * hd});
+          });
     }
     if (!blocked.empty()) blocked[z(l)] = 0;
   }

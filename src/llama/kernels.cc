@@ -171,9 +171,8 @@ HWY_INLINE void RerotateSpan(float* x, const float* c2, const float* s2, std::in
   const std::int64_t n = static_cast<std::int64_t>(hn::Lanes(d));
   for (; i + n <= count; i += n) {
     const auto v = hn::LoadU(d, x + i);
-    hn::StoreU(posenc::detail::HWY_NAMESPACE::InterleavedMath(d, v, hn::Shuffle2301(v),
-                                                              hn::LoadU(d, c2 + i),
-                                                              hn::LoadU(d, s2 + i)),
+    hn::StoreU(posenc::detail::HWY_NAMESPACE::InterleavedMath(
+                   d, v, hn::Shuffle2301(v), hn::LoadU(d, c2 + i), hn::LoadU(d, s2 + i)),
                d, x + i);
   }
 #endif
@@ -260,8 +259,8 @@ void rerotate_rows(const RerotateArgs& args) { HWY_DYNAMIC_DISPATCH(RerotateRows
 
 bool Rerotation::applies(const Frequencies& from, const Frequencies& to) {
   const auto whole_head = [](const RopeSpec& s) {
-    return s.layout == Layout::kInterleaved && s.rotary_offset == 0 &&
-           s.rotary_dim == s.head_dim && axis_count(s) == 1;
+    return s.layout == Layout::kInterleaved && s.rotary_offset == 0 && s.rotary_dim == s.head_dim &&
+           axis_count(s) == 1;
   };
   return from.numerics == Numerics::kPrecise && to.numerics == Numerics::kPrecise &&
          whole_head(from.spec) && whole_head(to.spec) && from.spec.head_dim == to.spec.head_dim &&
