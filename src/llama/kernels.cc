@@ -206,7 +206,8 @@ void RerotateRowsKernel(const RerotateArgs& a) {
   // the row is repeated across a vector instead, which then rotates lanes / width heads at once.
   const D d;
   const std::int64_t n = static_cast<std::int64_t>(hn::Lanes(d)), kv = a.heads * a.width;
-  if (n > a.width && n % a.width == 0 && kv % n == 0) {
+  constexpr std::int64_t kMaxLanes = 64;  // 2048-bit SVE
+  if (n > a.width && n <= kMaxLanes && n % a.width == 0 && kv % n == 0) {
     std::int64_t r = 0;
     if (2 * a.width == n) {  // two rows a load: each half repeated by ConcatLowerLower / UpperUpper
       for (; r + 2 <= a.rows; r += 2) {
@@ -217,18 +218,15 @@ void RerotateRowsKernel(const RerotateArgs& a) {
                          hn::ConcatUpperUpper(d, s, s));
       }
     }
-    constexpr std::int64_t kMaxLanes = 64;  // 2048-bit SVE
-    if (n <= kMaxLanes) {
-      HWY_ALIGN float c[kMaxLanes], s[kMaxLanes];
-      for (; r < a.rows; ++r) {
-        for (std::int64_t j = 0; j < n; ++j) {
-          c[j] = a.c2[r * a.width + j % a.width];
-          s[j] = a.s2[r * a.width + j % a.width];
-        }
-        RerotateRepeated(d, a.x + r * a.x_stride, kv, hn::Load(d, c), hn::Load(d, s));
+    HWY_ALIGN float c[kMaxLanes], s[kMaxLanes];
+    for (; r < a.rows; ++r) {
+      for (std::int64_t j = 0; j < n; ++j) {
+        c[j] = a.c2[r * a.width + j % a.width];
+        s[j] = a.s2[r * a.width + j % a.width];
       }
-      return;
+      RerotateRepeated(d, a.x + r * a.x_stride, kv, hn::Load(d, c), hn::Load(d, s));
     }
+    return;
   }
 #endif
   for (std::int64_t r = 0; r < a.rows; ++r) {
