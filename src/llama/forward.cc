@@ -1,14 +1,20 @@
 // The Llama 2 forward pass over a KV cache (llama2.c `forward`, batched over the tokens of a step).
 //
-// Per step of m tokens and per layer, three parallel regions on the shared thread pool: the
-// q/k/v projections by token, attention by (head, tile of query tokens), then the output
-// projection and the feed-forward block by token. RoPE runs between the first two, on the
-// calling thread (a step rotates m x 12 heads x 4 pairs: microseconds).
+// Tokens run in batches of up to max(step, 256). Per batch and per layer: the q/k/v projections
+// by token (one parallel region), then for each sub-step of the batch RoPE (on the calling
+// thread: a step rotates m x 12 heads x 4 pairs, microseconds), the append to the cache and
+// attention by (head, tile of query tokens), then the output projection and the feed-forward
+// block by token. A static method's batch is one sub-step. A dynamic method's sub-steps are its
+// steps (`step` tokens, each with the frequencies of the length at its end; consecutive ones with
+// the same frequencies merged): only RoPE, the re-rotation of the cached keys and attention depend
+// on a token's frequencies, so the projections and the feed-forward block run over the whole
+// batch as for static methods, and every token's operations are those of a forward pass in steps
+// (the same bits: tests/llama/llama_test.cc, DynamicBatchesGiveTheBitsOfOneCallPerStep).
 //
 // KV cache layout: keys and values [layer, position, kv_head, head_dim], so that one head-layer's
 // keys are KV floats apart (128 bytes for stories260K: two cache lines a key, streamed by the
-// prefetcher) instead of layers * KV; a re-rotation gathers all layers' keys into one
-// rerotate_keys call, kRerotateChunk positions at a time.
+// prefetcher) instead of layers * KV, and a layer's keys are one contiguous block for the
+// re-rotation (detail::Rerotation: its rows made once per sub-step for all layers).
 #include <time.h>
 
 #include <algorithm>
@@ -17,9 +23,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
+#include <map>
 #include <numeric>
-#include <optional>
 #include <string>
+#include <utility>
 
 #include "llama/kernels.h"
 #include "posenc/core/error.h"
@@ -39,9 +46,21 @@ std::size_t z(std::int64_t v) { return static_cast<std::size_t>(v); }
 // change their results, and longer steps mean fewer thread wake-ups (16 per step).
 constexpr std::int64_t kStaticStep = 256;
 
-// Positions re-rotated per call of rerotate_keys: 1024 x 5 layers x 32 floats (640 KB of scratch
-// for stories260K), above rerotate_keys' threshold for using threads.
-constexpr std::int64_t kRerotateChunk = 1024;
+// Re-rotations of fewer positions run on the calling thread: a pool wake-up costs a few
+// microseconds, about as much as rotating 2048 keys of one layer of stories260K (64K floats,
+// apply_rope's threshold) or making 256 rows (a CosSinStepper row is ~15 ns).
+constexpr std::int64_t kMinParallelKeyFloats = std::int64_t{1} << 16;
+constexpr std::int64_t kMinParallelRows = 256;
+// Positions per task of the re-rotation's parallel regions.
+constexpr std::int64_t kRerotateChunk = 128;
+// The rows of a batch's re-rotations (one [positions, head_dim] pair of tables per re-rotating
+// sub-step, kept from the first layer to the last) take at most this much; a batch stops
+// before a sub-step that would pass it (stories260K at ctx 8192: 512 KiB a sub-step).
+constexpr std::int64_t kMaxRerotationRowBytes = std::int64_t{64} << 20;
+// The rows a Session keeps for reuse (RowsEntry) take at most this much; past it rows are made
+// for one batch only. The protocol at ctx 8192 keeps 33 MiB (120 re-rotations a window, 4,352
+// positions each on average, 64 bytes a position), at 2048 2 MiB.
+constexpr std::int64_t kMaxKeptRowBytes = std::int64_t{64} << 20;
 
 // x / sqrt(mean(x^2) + eps) * w, summed in float in order (llama2.c `rmsnorm`).
 void rmsnorm(float* out, const float* x, const float* w, std::int64_t n) {
@@ -85,6 +104,30 @@ bool same_angles(const Frequencies& a, const Frequencies& b) {
   return a.inv_freq == b.inv_freq && a.attention_factor == b.attention_factor;
 }
 
+// Tokens [begin, end) of a batch with frequencies `freqs`. rerotate: the cached keys, positions
+// [0, batch start + begin), are re-rotated to `freqs` from the previous sub-step's frequencies
+// (the Session's for the first) before the sub-step runs, in each layer; `rows`: c2 and s2 then
+// point to detail::Rerotation's rows of those positions, [positions, head_dim] (a RowsEntry's,
+// or `own`'s), else each layer calls rerotate_keys.
+struct SubStep {
+  std::int64_t begin = 0, end = 0;
+  Frequencies freqs;
+  bool rerotate = false;
+  bool rows = false;
+  const float* c2 = nullptr;
+  const float* s2 = nullptr;
+  std::vector<float> own_c2, own_s2;
+};
+
+// One re-rotation's rows, kept by the Session across batches and reset(): every window of the
+// perplexity protocol re-rotates at the same lengths between the same frequencies, so its rows
+// are made once per Session instead of once per window (half the re-rotation's time at ctx 8192).
+struct RowsEntry {
+  Frequencies from, to;
+  std::int64_t count = 0;     // rows of positions [0, count)
+  std::vector<float> c2, s2;  // [count, head_dim] each
+};
+
 }  // namespace
 
 struct Session::State {
@@ -101,8 +144,11 @@ struct Session::State {
   std::vector<float> k_blocks;
   std::vector<std::int64_t> blocked;
   std::vector<std::int32_t> group_positions;  // decoding by kv head: the token's position, per head
-  std::vector<float> rerotate_scratch;        // [position, layer, kv_dim], kRerotateChunk positions
   std::vector<std::int32_t> all_positions;    // 0, 1, ..., capacity - 1
+  std::vector<SubStep> sub_steps;             // the batch's (kept: their rows' buffers are reused)
+  // Rows kept for reuse, by (from.seq_len, to.seq_len) (checked against the angles on use).
+  std::map<std::pair<std::int64_t, std::int64_t>, RowsEntry> kept_rows;
+  std::int64_t kept_row_bytes = 0;
   // Scratch, [step, ...] row-major.
   std::vector<float> x, xb, q, k, v, att, hb, hb2;
   Profile profile;
@@ -152,43 +198,93 @@ struct Session::State {
     });
   }
 
-  void update_frequencies(Frequencies next) {
-    if (same_angles(next, freqs)) return;
-    if (size > 0) {
-      profile.start();
-      // rerotate_keys makes each position's rotation once per call,
-      // so all layers go through one call: chunks of positions are gathered into
-      // [position, layer, kv_dim], re-rotated and scattered back (5 calls, one per layer, made
-      // re-rotation 42% of dynamic's time at ctx 2048).
-      const Config& c = model->config();
-      const std::int64_t KV = c.kv_dim(), row = c.layers * KV;
-      rerotate_scratch.resize(z(std::min(size, kRerotateChunk) * row));
-      for (std::int64_t p0 = 0; p0 < size; p0 += kRerotateChunk) {
-        const std::int64_t n = std::min(kRerotateChunk, size - p0);
-        float* scratch = rerotate_scratch.data();
-        for (std::int64_t l = 0; l < c.layers; ++l) {
-          for (std::int64_t p = 0; p < n; ++p)
-            std::copy_n(k_cache.data() + (l * opt.capacity + p0 + p) * KV, KV,
-                        scratch + p * row + l * KV);
-        }
-        const TensorView keys{scratch,      DType::kF32, n,           c.layers * c.kv_heads,
-                              c.head_dim(), row,         c.head_dim()};
-        rerotate_keys(freqs, next, keys,
-                      std::span<const std::int32_t>(all_positions.data() + p0, z(n)), opt.threads);
-        for (std::int64_t l = 0; l < c.layers; ++l) {
-          for (std::int64_t p = 0; p < n; ++p)
-            std::copy_n(scratch + p * row + l * KV, KV,
-                        k_cache.data() + (l * opt.capacity + p0 + p) * KV);
-        }
-      }
-      std::fill(blocked.begin(), blocked.end(), 0);
-      ++rerotations;
-      profile.stop(kRerotate);
+  // parallel() when the work is worth a pool wake-up, else on the calling thread.
+  void parallel_if(bool worth_it, std::int64_t tasks,
+                   const std::function<void(std::int64_t, std::int64_t)>& body) {
+    if (!worth_it) {
+      body(0, tasks);
+    } else {
+      parallel(tasks, body);
     }
-    freqs = std::move(next);
   }
 
-  void step(std::span<const std::int32_t> tokens, float* logits, std::int64_t first_logit);
+  // Rows [p0, p1) of the re-rotation from `from` to `to` into c2, s2 (rows p0.. of them).
+  void make_rows(const Frequencies& from, const Frequencies& to, std::int64_t p0, std::int64_t p1,
+                 float* c2, float* s2) {
+    const std::int64_t hd = model->config().head_dim();
+    const detail::Rerotation r(from, to);
+    const std::int64_t chunks = (p1 - p0 + kRerotateChunk - 1) / kRerotateChunk;
+    parallel_if(p1 - p0 >= kMinParallelRows, chunks, [&](std::int64_t t0, std::int64_t t1) {
+      const std::int64_t a = p0 + t0 * kRerotateChunk, b = std::min(p1, p0 + t1 * kRerotateChunk);
+      r.rows(a, b, c2 + (a - p0) * hd, s2 + (a - p0) * hd);
+    });
+  }
+
+  // The rows of sub-step `sub`'s re-rotation of positions [0, count), from frequencies `from`:
+  // kept ones (made now if new, extended if too short) while they fit in kMaxKeptRowBytes, else
+  // the sub-step's own.
+  void rerotation_rows(SubStep& sub, const Frequencies& from, std::int64_t count) {
+    const std::int64_t hd = model->config().head_dim();
+    sub.rows = detail::Rerotation::applies(from, sub.freqs);
+    if (!sub.rows) return;
+    const auto key = std::pair{from.seq_len, sub.freqs.seq_len};
+    auto it = kept_rows.find(key);
+    if (it != kept_rows.end() &&
+        !(same_angles(it->second.from, from) && same_angles(it->second.to, sub.freqs))) {
+      kept_row_bytes -= 8 * it->second.count * hd;  // other frequencies at these lengths
+      kept_rows.erase(it);
+      it = kept_rows.end();
+    }
+    const std::int64_t have = it == kept_rows.end() ? 0 : it->second.count;
+    if (have >= count || kept_row_bytes + 8 * (count - have) * hd <= kMaxKeptRowBytes) {
+      RowsEntry& e = it == kept_rows.end() ? kept_rows[key] : it->second;
+      if (e.count < count) {
+        if (e.count == 0) e.from = from, e.to = sub.freqs;
+        e.c2.resize(z(count * hd));
+        e.s2.resize(z(count * hd));
+        make_rows(from, sub.freqs, e.count, count, e.c2.data() + e.count * hd,
+                  e.s2.data() + e.count * hd);
+        kept_row_bytes += 8 * (count - e.count) * hd;
+        e.count = count;
+      }
+      sub.c2 = e.c2.data();
+      sub.s2 = e.s2.data();
+      return;
+    }
+    // Grown, never shrunk nor cleared: a row is written before it is read.
+    if (static_cast<std::int64_t>(sub.own_c2.size()) < count * hd) {
+      sub.own_c2.resize(z(count * hd));
+      sub.own_s2.resize(z(count * hd));
+    }
+    make_rows(from, sub.freqs, 0, count, sub.own_c2.data(), sub.own_s2.data());
+    sub.c2 = sub.own_c2.data();
+    sub.s2 = sub.own_s2.data();
+  }
+
+  // Layer l's cached keys [0, count) re-rotated from `from` to sub.freqs.
+  void rerotate_layer(std::int64_t l, const Frequencies& from, const SubStep& sub,
+                      std::int64_t count) {
+    const Config& c = model->config();
+    const std::int64_t KV = c.kv_dim(), hd = c.head_dim();
+    float* keys = k_cache.data() + l * opt.capacity * KV;
+    if (!sub.rows) {
+      rerotate_keys(from, sub.freqs,
+                    TensorView::contiguous(keys, DType::kF32, count, c.kv_heads, hd),
+                    std::span<const std::int32_t>(all_positions.data(), z(count)), opt.threads);
+    } else {
+      const std::int64_t chunks = (count + kRerotateChunk - 1) / kRerotateChunk;
+      parallel_if(
+          count * KV >= kMinParallelKeyFloats, chunks, [&](std::int64_t t0, std::int64_t t1) {
+            const std::int64_t p0 = t0 * kRerotateChunk, p1 = std::min(count, t1 * kRerotateChunk);
+            detail::rerotate_rows(
+                {keys + p0 * KV, KV, p1 - p0, c.kv_heads, hd, sub.c2 + p0 * hd, sub.s2 + p0 * hd});
+          });
+    }
+    if (!blocked.empty()) blocked[z(l)] = 0;
+  }
+
+  void step(std::span<const std::int32_t> tokens, float* logits, std::int64_t first_logit,
+            std::span<SubStep> subs);
 
   // Layer l's keys [blocked[l], end) into k_blocks.
   void block_keys(std::int64_t l, std::int64_t end) {
@@ -218,18 +314,19 @@ struct Session::State {
     return k_blocks.data() + (l * c.kv_heads + g) * blocks * c.head_dim() * detail::kKeyBlock;
   }
 
-  // Tokens [s0, s1) of a forward() call as one step.
+  // Tokens [s0, s1) of a forward() call as one batch.
   void run_step(std::span<const std::int32_t> tokens, std::span<float> logits,
-                std::int64_t first_logit, std::int64_t s0, std::int64_t s1) {
+                std::int64_t first_logit, std::int64_t s0, std::int64_t s1,
+                std::span<SubStep> batch) {
     const std::int64_t vocab = model->config().vocab_size;
     const std::int64_t first = std::max(first_logit, s0);
     float* out = first < s1 ? logits.data() + (first - first_logit) * vocab : nullptr;
-    step(tokens.subspan(z(s0), z(s1 - s0)), out, first - s0);
+    step(tokens.subspan(z(s0), z(s1 - s0)), out, first - s0, batch);
   }
 };
 
 void Session::State::step(std::span<const std::int32_t> tokens, float* logits,
-                          std::int64_t first_logit) {
+                          std::int64_t first_logit, std::span<SubStep> subs) {
   const Config& c = model->config();
   const Weights& w = model->weights();
   const std::int64_t m = static_cast<std::int64_t>(tokens.size());
@@ -237,17 +334,24 @@ void Session::State::step(std::span<const std::int32_t> tokens, float* logits,
                      V = c.vocab_size;
   const std::int64_t group = c.heads / c.kv_heads;
   const std::int64_t p0 = size;
-  const std::span<const std::int32_t> positions(all_positions.data() + p0, z(m));
-  const float scale =
-      static_cast<float>(freqs.softmax_scale_multiplier / std::sqrt(static_cast<double>(hd)));
 
   for (std::int64_t t = 0; t < m; ++t) {
     const float* e = w.embedding.data() + tokens[z(t)] * H;
     std::copy(e, e + H, x.data() + t * H);
   }
   tokens_run += m;
+  // The rows of each re-rotation, shared by all layers.
+  const Frequencies* from = &freqs;
+  for (SubStep& sub : subs) {
+    if (sub.rerotate) {
+      profile.start();
+      rerotation_rows(sub, *from, p0 + sub.begin);
+      profile.stop(kRerotate);
+    }
+    from = &sub.freqs;
+  }
   for (std::int64_t l = 0; l < c.layers; ++l) {
-    // q, k, v of the step's tokens.
+    // q, k, v of the batch's tokens.
     const std::int64_t blocks = (m + 3) / 4;
     profile.start();
     parallel(blocks, [&](std::int64_t b0, std::int64_t b1) {
@@ -263,52 +367,69 @@ void Session::State::step(std::span<const std::int32_t> tokens, float* logits,
       detail::matmul(a);
     });
     profile.stop(kQkv);
-    profile.start();
-    RopeArgs rope;
-    rope.q = TensorView::contiguous(q.data(), DType::kF32, m, c.heads, hd);
-    rope.k = TensorView::contiguous(k.data(), DType::kF32, m, c.kv_heads, hd);
-    rope.positions = positions;
-    apply_rope(freqs, rope);
-    for (std::int64_t t = 0; t < m; ++t) {
-      std::copy_n(k.data() + t * KV, KV, k_cache.data() + (l * opt.capacity + p0 + t) * KV);
-      std::copy_n(v.data() + t * KV, KV, v_cache.data() + (l * opt.capacity + p0 + t) * KV);
+
+    // Sub-steps in order: layer l's cached keys are re-rotated to the sub-step's frequencies
+    // (from those of the sub-step before, as a forward pass in steps re-rotates them between
+    // steps), its tokens' q and k rotated with them and appended, and its tokens attend.
+    const Frequencies* cached = &freqs;  // the frequencies layer l's cached keys have now
+    for (SubStep& sub : subs) {
+      const std::int64_t ms = sub.end - sub.begin, ps = p0 + sub.begin, t0 = sub.begin;
+      if (sub.rerotate) {
+        profile.start();
+        rerotate_layer(l, *cached, sub, ps);
+        profile.stop(kRerotate);
+      }
+      cached = &sub.freqs;
+      const std::span<const std::int32_t> positions(all_positions.data() + ps, z(ms));
+      const float scale = static_cast<float>(sub.freqs.softmax_scale_multiplier /
+                                             std::sqrt(static_cast<double>(hd)));
+      profile.start();
+      RopeArgs rope;
+      rope.q = TensorView::contiguous(q.data() + t0 * H, DType::kF32, ms, c.heads, hd);
+      rope.k = TensorView::contiguous(k.data() + t0 * KV, DType::kF32, ms, c.kv_heads, hd);
+      rope.positions = positions;
+      apply_rope(sub.freqs, rope);
+      for (std::int64_t t = t0; t < sub.end; ++t) {
+        std::copy_n(k.data() + t * KV, KV, k_cache.data() + (l * opt.capacity + p0 + t) * KV);
+        std::copy_n(v.data() + t * KV, KV, v_cache.data() + (l * opt.capacity + p0 + t) * KV);
+      }
+
+      const bool decoding = ms <= detail::kPerQueryMaxTokens;
+      if (decoding) block_keys(l, ps + ms);
+
+      profile.stop(kRope);
+      profile.start();
+      // Attention: tasks are (head, tile of query tokens); decoding one token, (kv head): the
+      // group's query heads share the keys and values, and their sums interleave.
+      const std::int64_t tile = detail::attention_tile_tokens();
+      const std::int64_t tiles = (ms + tile - 1) / tile;
+      const bool by_group = ms == 1 && group <= detail::kPerQueryMaxTokens;
+      if (by_group) group_positions.assign(z(group), static_cast<std::int32_t>(ps));
+      parallel(by_group ? c.kv_heads : c.heads * tiles, [&](std::int64_t k0, std::int64_t k1) {
+        for (std::int64_t task = k0; task < k1; ++task) {
+          const std::int64_t h = by_group ? task * group : task / tiles;
+          const std::int64_t first = t0 + (by_group ? 0 : (task % tiles) * tile);
+          const std::int64_t g = h / group;
+          detail::AttentionArgs a;
+          a.q = q.data() + first * H + h * hd;
+          a.q_stride = by_group ? hd : H;
+          a.positions = by_group ? group_positions.data() : all_positions.data() + p0 + first;
+          a.tokens = by_group ? group : std::min(tile, sub.end - first);
+          a.k = k_cache.data() + l * opt.capacity * KV + g * hd;
+          a.k_stride = KV;
+          a.v = v_cache.data() + l * opt.capacity * KV + g * hd;
+          a.v_stride = KV;
+          if (decoding) a.k_blocks = key_blocks(l, g);
+          a.head_dim = hd;
+          a.scale = scale;
+          a.out = att.data() + first * H + h * hd;
+          a.out_stride = by_group ? hd : H;
+          detail::attend(a);
+        }
+      });
+      profile.stop(kAttention);
     }
 
-    const bool decoding = m <= detail::kPerQueryMaxTokens;
-    if (decoding) block_keys(l, p0 + m);
-
-    profile.stop(kRope);
-    profile.start();
-    // Attention: tasks are (head, tile of query tokens); decoding one token, (kv head): the
-    // group's query heads share the keys and values, and their sums interleave.
-    const std::int64_t tile = detail::attention_tile_tokens();
-    const std::int64_t tiles = (m + tile - 1) / tile;
-    const bool by_group = m == 1 && group <= detail::kPerQueryMaxTokens;
-    if (by_group) group_positions.assign(z(group), static_cast<std::int32_t>(p0));
-    parallel(by_group ? c.kv_heads : c.heads * tiles, [&](std::int64_t t0, std::int64_t t1) {
-      for (std::int64_t task = t0; task < t1; ++task) {
-        const std::int64_t h = by_group ? task * group : task / tiles;
-        const std::int64_t first = by_group ? 0 : (task % tiles) * tile;
-        const std::int64_t g = h / group;
-        detail::AttentionArgs a;
-        a.q = q.data() + first * H + h * hd;
-        a.q_stride = by_group ? hd : H;
-        a.positions = by_group ? group_positions.data() : positions.data() + first;
-        a.tokens = by_group ? group : std::min(tile, m - first);
-        a.k = k_cache.data() + l * opt.capacity * KV + g * hd;
-        a.k_stride = KV;
-        a.v = v_cache.data() + l * opt.capacity * KV + g * hd;
-        a.v_stride = KV;
-        if (decoding) a.k_blocks = key_blocks(l, g);
-        a.head_dim = hd;
-        a.scale = scale;
-        a.out = att.data() + first * H + h * hd;
-        a.out_stride = by_group ? hd : H;
-        detail::attend(a);
-      }
-    });
-
-    profile.stop(kAttention);
     profile.start();
     // Output projection and feed-forward, by token.
     parallel(blocks, [&](std::int64_t b0, std::int64_t b1) {
@@ -329,6 +450,10 @@ void Session::State::step(std::span<const std::int32_t> tokens, float* logits,
     profile.stop(kFfn);
   }
   size += m;
+  for (SubStep& sub : subs) {
+    if (sub.rerotate) ++rerotations;
+  }
+  freqs = subs.back().freqs;
 
   if (first_logit < m) {
     profile.start();
@@ -420,35 +545,56 @@ void Session::forward(std::span<const std::int32_t> tokens, std::span<float> log
                   ") is outside the vocabulary [0, " + std::to_string(c.vocab_size) + ")");
     }
   }
+  const std::int64_t rows = s.step_rows();
   if (!depends_on_length(s.opt.rope)) {
-    for (std::int64_t s0 = 0; s0 < n; s0 += s.step_rows())
-      s.run_step(tokens, logits, first_logit, s0, std::min(n, s0 + s.step_rows()));
+    s.sub_steps.resize(1);
+    s.sub_steps[0].freqs = s.freqs;
+    s.sub_steps[0].rerotate = false;
+    for (std::int64_t s0 = 0; s0 < n; s0 += rows) {
+      const std::int64_t s1 = std::min(n, s0 + rows);
+      s.sub_steps[0].begin = 0;
+      s.sub_steps[0].end = s1 - s0;
+      s.run_step(tokens, logits, first_logit, s0, s1, s.sub_steps);
+    }
     return;
   }
-  // Dynamic methods: steps of opt.step tokens, each with the frequencies of the length at its end.
-  // Consecutive steps whose frequencies are the same (every step up to the trained context) run
-  // as one: the same bits (a step's split does not change the forward pass), fewer parallel
-  // regions.
-  // `ahead`: the frequencies of the next step, computed by the merge check that stopped at it.
-  const std::int64_t step = s.opt.step;
-  std::optional<Frequencies> ahead;
-  for (std::int64_t s0 = 0; s0 < n;) {
-    std::int64_t s1 = std::min(n, s0 + step);
-    Frequencies f = ahead ? std::move(*ahead)
-                          : compute_frequencies(s.opt.rope, s.opt.numerics, s.size + (s1 - s0));
-    ahead.reset();
-    while (s1 < n && std::min(n, s1 + step) - s0 <= s.step_rows()) {
-      const std::int64_t next = std::min(n, s1 + step);
-      Frequencies g = compute_frequencies(s.opt.rope, s.opt.numerics, s.size + (next - s0));
-      if (!same_angles(g, f)) {
-        ahead = std::move(g);  // the next step's: s.size + (next - s0) after this step
-        break;
+  // Dynamic methods: steps of opt.step tokens from the call's first, each with the frequencies
+  // of the length at its end (the length before the call plus the step's end). Batches of up to
+  // `rows` tokens hold whole steps, as sub-steps: consecutive steps with the same frequencies
+  // (every step up to L) are one sub-step, and a sub-step with new frequencies re-rotates the
+  // cached keys (unless there are none yet).
+  const std::int64_t step = s.opt.step, before = s.size;
+  std::int64_t used = 0;  // sub-steps of s.sub_steps in use
+  std::int64_t k0 = 0;    // the next step's first token
+  for (std::int64_t b0 = 0; b0 < n; b0 = k0) {
+    used = 0;
+    std::int64_t row_bytes = 0;
+    while (k0 < n) {
+      const std::int64_t k1 = std::min(n, k0 + step);
+      if (k1 - b0 > rows) break;
+      Frequencies f = compute_frequencies(s.opt.rope, s.opt.numerics, before + k1);
+      const Frequencies& last = used == 0 ? s.freqs : s.sub_steps[z(used - 1)].freqs;
+      const bool same = same_angles(f, last);
+      if (used > 0 && same) {
+        s.sub_steps[z(used - 1)].end = k1 - b0;
+      } else {
+        // Frequencies with the same angles are not taken (a step keeps the Session's: their
+        // other fields, seq_len, are not used).
+        const bool rerotate = before + k0 > 0 && !same;
+        const std::int64_t bytes = rerotate ? 2 * (before + k0) * c.head_dim() * 4 : 0;
+        if (used > 0 && row_bytes + bytes > kMaxRerotationRowBytes) break;
+        row_bytes += bytes;
+        if (static_cast<std::int64_t>(s.sub_steps.size()) == used) s.sub_steps.emplace_back();
+        SubStep& sub = s.sub_steps[z(used++)];
+        sub.begin = k0 - b0;
+        sub.end = k1 - b0;
+        sub.freqs = same ? s.freqs : std::move(f);
+        sub.rerotate = rerotate;
       }
-      s1 = next;
+      k0 = k1;
     }
-    s.update_frequencies(std::move(f));
-    s.run_step(tokens, logits, first_logit, s0, s1);
-    s0 = s1;
+    s.run_step(tokens, logits, first_logit, b0, k0,
+               std::span<SubStep>(s.sub_steps.data(), z(used)));
   }
 }
 

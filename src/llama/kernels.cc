@@ -5,7 +5,9 @@
 // element is a plain left-to-right sum whose operations do not depend on the vector width nor on
 // how the caller splits the work; separate Mul and Add (never MulAdd) keep every target's sums the
 // same. Tails run the body's code on a one-lane tag (matmul) or on a padded full vector (silu,
-// log-sum-exp). Attention is in cache_attention.cc.
+// log-sum-exp). Attention is in cache_attention.cc. The exception is the keys' re-rotation,
+// which must give rerotate_keys' bits, so it runs apply_rope's own arithmetic (rotate-inl.h:
+// MulAdd, fused where the target has FMA).
 // foreach_target.h re-includes this file once per target, so the order of these lines is
 // Highway's, not alphabetical.
 // clang-format off
@@ -18,9 +20,14 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
+#include <span>
 #include <vector>
 
 #include "llama/kernels.h"
+#include "posenc/rope/table.h"
+#include "rope/cos_sin_fast.h"
+#include "rope/kernels/rotate-inl.h"
 // clang-format on
 
 HWY_BEFORE_NAMESPACE();
@@ -154,6 +161,81 @@ double LogSumExp(const float* x, std::int64_t count) {
          static_cast<double>(mx);
 }
 
+// Interleaved pairs of x[0, count) with rows c2, s2 of as many entries: whole vectors, then the
+// tail pair by pair on one-lane vectors (as rotate.cc's RotateInterleaved), every element through
+// InterleavedMath's two operations.
+HWY_INLINE void RerotateSpan(float* x, const float* c2, const float* s2, std::int64_t count) {
+  std::int64_t i = 0;
+#if HWY_TARGET != HWY_SCALAR  // one lane holds no pair to swap: the tail loop does it all
+  const D d;
+  const std::int64_t n = static_cast<std::int64_t>(hn::Lanes(d));
+  for (; i + n <= count; i += n) {
+    const auto v = hn::LoadU(d, x + i);
+    hn::StoreU(posenc::detail::HWY_NAMESPACE::InterleavedMath(
+                   d, v, hn::Shuffle2301(v), hn::LoadU(d, c2 + i), hn::LoadU(d, s2 + i)),
+               d, x + i);
+  }
+#endif
+  const hn::CappedTag<float, 1> d1;
+  for (; i < count; i += 2) {
+    const auto a = hn::LoadU(d1, x + i), b = hn::LoadU(d1, x + i + 1);
+    hn::StoreU(posenc::detail::HWY_NAMESPACE::InterleavedMath(d1, a, b, hn::LoadU(d1, c2 + i),
+                                                              hn::LoadU(d1, s2 + i)),
+               d1, x + i);
+    hn::StoreU(posenc::detail::HWY_NAMESPACE::InterleavedMath(d1, b, a, hn::LoadU(d1, c2 + i + 1),
+                                                              hn::LoadU(d1, s2 + i + 1)),
+               d1, x + i + 1);
+  }
+}
+
+#if HWY_TARGET != HWY_SCALAR
+// One key row of kv floats, whole vectors, with the row's c2, s2 repeated across a vector.
+HWY_INLINE void RerotateRepeated(D d, float* x, std::int64_t kv, hn::Vec<D> vc, hn::Vec<D> vs) {
+  const std::int64_t n = static_cast<std::int64_t>(hn::Lanes(d));
+  for (std::int64_t j = 0; j < kv; j += n) {
+    const auto v = hn::LoadU(d, x + j);
+    hn::StoreU(posenc::detail::HWY_NAMESPACE::InterleavedMath(d, v, hn::Shuffle2301(v), vc, vs), d,
+               x + j);
+  }
+}
+#endif
+
+void RerotateRowsKernel(const RerotateArgs& a) {
+#if HWY_TARGET != HWY_SCALAR
+  // Heads narrower than a vector (head_dim 8 on AVX3's 16 lanes) would all be one-lane tails:
+  // the row is repeated across a vector instead, which then rotates lanes / width heads at once.
+  const D d;
+  const std::int64_t n = static_cast<std::int64_t>(hn::Lanes(d)), kv = a.heads * a.width;
+  constexpr std::int64_t kMaxLanes = 64;  // 2048-bit SVE
+  if (n > a.width && n <= kMaxLanes && n % a.width == 0 && kv % n == 0) {
+    std::int64_t r = 0;
+    if (2 * a.width == n) {  // two rows a load: each half repeated by ConcatLowerLower / UpperUpper
+      for (; r + 2 <= a.rows; r += 2) {
+        const auto c = hn::LoadU(d, a.c2 + r * a.width), s = hn::LoadU(d, a.s2 + r * a.width);
+        RerotateRepeated(d, a.x + r * a.x_stride, kv, hn::ConcatLowerLower(d, c, c),
+                         hn::ConcatLowerLower(d, s, s));
+        RerotateRepeated(d, a.x + (r + 1) * a.x_stride, kv, hn::ConcatUpperUpper(d, c, c),
+                         hn::ConcatUpperUpper(d, s, s));
+      }
+    }
+    HWY_ALIGN float c[kMaxLanes], s[kMaxLanes];
+    for (; r < a.rows; ++r) {
+      for (std::int64_t j = 0; j < n; ++j) {
+        c[j] = a.c2[r * a.width + j % a.width];
+        s[j] = a.s2[r * a.width + j % a.width];
+      }
+      RerotateRepeated(d, a.x + r * a.x_stride, kv, hn::Load(d, c), hn::Load(d, s));
+    }
+    return;
+  }
+#endif
+  for (std::int64_t r = 0; r < a.rows; ++r) {
+    for (std::int64_t h = 0; h < a.heads; ++h)
+      RerotateSpan(a.x + r * a.x_stride + h * a.width, a.c2 + r * a.width, a.s2 + r * a.width,
+                   a.width);
+  }
+}
+
 }  // namespace HWY_NAMESPACE
 }  // namespace posenc::llama::detail
 HWY_AFTER_NAMESPACE();
@@ -164,12 +246,55 @@ namespace posenc::llama::detail {
 HWY_EXPORT(MatMul);
 HWY_EXPORT(SiluMulKernel);
 HWY_EXPORT(LogSumExp);
+HWY_EXPORT(RerotateRowsKernel);
 
 void matmul(const MatMulArgs& args) { HWY_DYNAMIC_DISPATCH(MatMul)(args); }
 void silu_mul(float* gate, const float* up, std::int64_t n) {
   HWY_DYNAMIC_DISPATCH(SiluMulKernel)(gate, up, n);
 }
 double log_sum_exp(const float* x, std::int64_t n) { return HWY_DYNAMIC_DISPATCH(LogSumExp)(x, n); }
+void rerotate_rows(const RerotateArgs& args) { HWY_DYNAMIC_DISPATCH(RerotateRowsKernel)(args); }
+
+bool Rerotation::applies(const Frequencies& from, const Frequencies& to) {
+  const auto whole_head = [](const RopeSpec& s) {
+    return s.layout == Layout::kInterleaved && s.rotary_offset == 0 && s.rotary_dim == s.head_dim &&
+           axis_count(s) == 1;
+  };
+  return from.numerics == Numerics::kPrecise && to.numerics == Numerics::kPrecise &&
+         whole_head(from.spec) && whole_head(to.spec) && from.spec.head_dim == to.spec.head_dim &&
+         from.pair_count() == to.pair_count() && 2 * from.pair_count() == from.spec.head_dim;
+}
+
+// The frequencies rerotate_keys makes its precise rows from (src/rope/apply.cc): w_to - w_from,
+// attention factor af_to / af_from.
+Rerotation::Rerotation(const Frequencies& from, const Frequencies& to) : delta_(to) {
+  for (std::size_t i = 0; i < delta_.inv_freq.size(); ++i)
+    delta_.inv_freq[i] = to.inv_freq[i] - from.inv_freq[i];
+  delta_.attention_factor = to.attention_factor / from.attention_factor;
+}
+
+void Rerotation::rows(std::int64_t p0, std::int64_t p1, float* c2, float* s2) const {
+  const std::int64_t n = delta_.pair_count();
+  std::vector<float> c(static_cast<std::size_t>(n)), s(c.size());
+  // As rerotate_keys' rows (apply.cc, cos_sin_rows): stepped where the stepper applies, else
+  // cos_sin_row_f32; the same bits either way.
+  std::optional<posenc::detail::CosSinStepper> stepper;
+  if (posenc::detail::CosSinStepper::applies(delta_)) stepper.emplace(delta_);
+  for (std::int64_t p = p0; p < p1; ++p) {
+    if (stepper) {
+      stepper->row(std::span<const std::int64_t>(&p, 1), c.data(), s.data());
+    } else {
+      cos_sin_row_f32(delta_, p, c, s);
+    }
+    float* cr = c2 + (p - p0) * 2 * n;
+    float* sr = s2 + (p - p0) * 2 * n;
+    for (std::int64_t i = 0; i < n; ++i) {
+      cr[2 * i] = cr[2 * i + 1] = c[static_cast<std::size_t>(i)];
+      sr[2 * i] = -s[static_cast<std::size_t>(i)];
+      sr[2 * i + 1] = s[static_cast<std::size_t>(i)];
+    }
+  }
+}
 
 }  // namespace posenc::llama::detail
 #endif  // HWY_ONCE

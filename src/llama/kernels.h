@@ -9,6 +9,8 @@
 
 #include <cstdint>
 
+#include "posenc/core/frequencies.h"
+
 namespace posenc::llama::detail {
 
 // out[t, j] (=|+=) sum_k x[t, k] * w[k, j] for t in [0, rows), j in [0, cols), k in [0, depth),
@@ -83,5 +85,45 @@ void silu_mul(float* gate, const float* up, std::int64_t n);
 
 // ln(sum_i exp(x[i])), i in [0, n), n >= 1; computed around max(x).
 double log_sum_exp(const float* x, std::int64_t n);
+
+// The re-rotation of a dynamic method's cached keys, k <- R(theta_to) R(theta_from)^T k, with
+// the bits of posenc::rerotate_keys but its rows made once for every layer and its rotation
+// vectorised over whole key rows (rerotate_keys rotates one token's heads at a time, and a head
+// of 8 dims is a one-lane tail on AVX3; docs/eval.md).
+//
+// Rows: rerotate_keys' `precise` rows, those of the frequencies w_to - w_from with attention
+// factor af_to / af_from, each entry the exactly rounded float32 of its cos (sin) (as
+// cos_sin_row_f32; made by a CosSinStepper as rerotate_keys makes them), expanded as apply_rope's
+// kernel takes interleaved rows: c2 = [c0 c0 c1 c1 ...], s2 = [-s0 s0 -s1 s1 ...], head_dim each.
+class Rerotation {
+ public:
+  // Whether these rows give rerotate_keys' bits: both `precise`, interleaved pairs over the whole
+  // head (rotary_dim = head_dim, no offset), one position axis. Otherwise call rerotate_keys.
+  static bool applies(const Frequencies& from, const Frequencies& to);
+
+  Rerotation(const Frequencies& from, const Frequencies& to);
+
+  // c2, s2 of positions [p0, p1): [p1 - p0, head_dim] row-major each.
+  void rows(std::int64_t p0, std::int64_t p1, float* c2, float* s2) const;
+
+ private:
+  Frequencies delta_;
+};
+
+// For r in [0, rows), h in [0, heads), i in [0, width):
+//   y = x[r * x_stride + h * width + i],  y <- y c2[r * width + i] + partner(y) s2[r * width + i]
+// with partner the other dim of y's pair (dims 2i', 2i' + 1): apply_rope's interleaved arithmetic
+// (rope/kernels/rotate-inl.h, MulAdd fused where the target has FMA), so on one target the bits
+// of rerotate_keys given Rerotation's rows. width even.
+struct RerotateArgs {
+  float* x = nullptr;
+  std::int64_t x_stride = 0;
+  std::int64_t rows = 0;
+  std::int64_t heads = 0;
+  std::int64_t width = 0;
+  const float* c2 = nullptr;
+  const float* s2 = nullptr;
+};
+void rerotate_rows(const RerotateArgs& args);
 
 }  // namespace posenc::llama::detail

@@ -347,6 +347,53 @@ void check_dynamic(const std::string& method) {
 TEST(LlamaForward, DynamicYarnRerotatedCacheMatchesReference) { check_dynamic("dynamic-yarn"); }
 TEST(LlamaForward, DynamicNtkRerotatedCacheMatchesReference) { check_dynamic("dynamic"); }
 
+// Dynamic methods run in batches of up to 256 tokens whose projections and feed-forward block
+// span their steps, with RoPE, the re-rotation of the cache and attention step by step inside each
+// layer. Fed one step per forward() call, each batch is a single step: the forward pass in steps,
+// every stage per step, as it ran before batches. Both must give the same logits bit for bit and
+// the same re-rotations, on every target, for steps of 64 (4 a batch), 37 (6 ragged steps a
+// batch), 3 (steps that decode with key blocks) and 1 (one token, attention by kv head), with L
+// lowered to 64 so that 300 tokens cross it at once; and on 1 and 2 threads.
+TEST(LlamaForward, DynamicBatchesGiveTheBitsOfOneCallPerStep) {
+  const auto tokens = prompt(300);
+  const std::size_t vocab = static_cast<std::size_t>(model().config().vocab_size);
+  posenc_test::ForEachTarget([&](const std::string& target) {
+    for (const char* method : {"dynamic", "dynamic-yarn"}) {
+      posenc::RopeSpec spec =
+          model().rope_spec(method, method == std::string("dynamic") ? 4.0 : 1.0);
+      spec.original_max_position_embeddings = 64;
+      if (spec.method == posenc::Method::kDynamic) spec.max_position_embeddings = 64;
+      for (const std::int64_t step : {64, 37, 3, 1}) {
+        const auto logits = [&](std::size_t piece, int threads, std::int64_t& rerotations) {
+          posenc::llama::Session s(model(), {.rope = spec,
+                                             .capacity = static_cast<std::int64_t>(tokens.size()),
+                                             .threads = threads,
+                                             .step = step});
+          std::vector<float> out(tokens.size() * vocab);
+          for (std::size_t i = 0; i < tokens.size(); i += piece) {
+            const std::size_t n = std::min(piece, tokens.size() - i);
+            s.forward(std::span<const std::int32_t>(tokens.data() + i, n),
+                      std::span<float>(out.data() + i * vocab, n * vocab));
+          }
+          rerotations = s.rerotations();
+          return out;
+        };
+        std::int64_t batched_rerotations = 0, stepped_rerotations = 0, one_thread = 0;
+        const auto batched = logits(tokens.size(), 2, batched_rerotations);
+        const auto stepped = logits(static_cast<std::size_t>(step), 2, stepped_rerotations);
+        EXPECT_EQ(batched, stepped) << target << " " << method << " step " << step;
+        EXPECT_EQ(batched_rerotations, stepped_rerotations) << method << " step " << step;
+        // Every step ending past L has new frequencies; the first such step re-rotates too,
+        // because the cache holds the steps before it.
+        const std::int64_t first_past = 64 / step * step;  // the first step ending past 64
+        EXPECT_EQ(batched_rerotations, (300 - first_past + step - 1) / step)
+            << method << " step " << step;
+        EXPECT_EQ(batched, logits(tokens.size(), 1, one_thread)) << method << " step " << step;
+      }
+    }
+  });
+}
+
 TEST(LlamaForward, IndependentOfThreadsAndStepForStaticMethods) {
   const auto tokens = prompt(150);
   const auto spec = model().rope_spec("yarn-paper", 2.0);
