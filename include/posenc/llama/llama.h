@@ -19,9 +19,12 @@
 // A Session holds one sequence's KV cache and runs tokens in steps. Methods whose frequencies
 // depend on the sequence length (dynamic, dynamic-yarn, longrope) get new frequencies before
 // each step of at most `step` tokens, computed for the length the sequence has at the end of
-// that step; the keys already cached are re-rotated to them with posenc::rerotate_keys
-// (R(new) R(old)^T), never recomputed; consecutive steps whose frequencies are the same (every
-// step up to L) run as one. Static methods run in steps of max(step, 256) tokens and do not
+// that step; the keys already cached are re-rotated to them (R(new) R(old)^T, with
+// posenc::rerotate_keys' rows and bits), never recomputed; consecutive steps whose frequencies are
+// the same (every step up to L) run as one. Tokens run in batches of up to max(step, 256): the
+// projections and the feed-forward block over the whole batch, RoPE, the re-rotation and
+// attention step by step inside each layer, so the logits are those of the steps run one at a
+// time, bit for bit. Static methods run in steps of max(step, 256) tokens and do not
 // depend on how the tokens are split at all: on one SIMD target their logits are bit for bit the
 // same whatever the steps, the calls to forward() (prefill or one token at a time) and the number
 // of threads (every output element is computed by the same operations in the same order, only on
@@ -184,6 +187,8 @@ RopeSpec rope_spec(const Config& config, std::string_view method = "none", doubl
 // --tokens or --ctx an error instead of bad_alloc. A Session that decodes (forward() with at most
 // 4 tokens) also keeps a copy of the keys in attention's blocks: half as much again.
 inline constexpr std::uint64_t kMaxKvCacheBytes = std::uint64_t{4} << 30;
+// A Session of a dynamic method also keeps its re-rotation rows for reuse across reset(), at most
+// 64 MiB.
 // And at most this many positions whatever the model (positions are int32 in the kernels).
 inline constexpr std::int64_t kMaxSessionPositions = std::int64_t{1} << 30;
 
