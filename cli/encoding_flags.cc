@@ -296,20 +296,8 @@ RopeSpec spec_from_flags(const EncodingFlags& f, std::int64_t tensor_head_dim,
   if (s.original_max_position_embeddings)
     spec.original_max_position_embeddings = *s.original_max_position_embeddings;
   if (s.max_position_embeddings) spec.max_position_embeddings = *s.max_position_embeddings;
-  if (s.attention_factor) {
-    (method_info(spec).attention == AttentionRule::kLongrope ? spec.longrope.attention_factor
-                                                             : spec.yarn.attention_factor) =
-        *s.attention_factor;
-  }
-  if (s.mscale) spec.yarn.mscale = *s.mscale;
-  if (s.mscale_all_dim) spec.yarn.mscale_all_dim = *s.mscale_all_dim;
-  if (s.beta_fast) spec.yarn.beta_fast = *s.beta_fast;
-  if (s.beta_slow) spec.yarn.beta_slow = *s.beta_slow;
-  if (s.truncate) spec.yarn.truncate = *s.truncate;
-  if (s.extrapolation_factor) spec.yarn.extrapolation_factor = *s.extrapolation_factor;
-  if (s.low_freq_factor) spec.llama3.low_freq_factor = *s.low_freq_factor;
-  if (s.high_freq_factor) spec.llama3.high_freq_factor = *s.high_freq_factor;
-  if (s.alpha) spec.alpha = *s.alpha;
+  // Unchecked here: every flag the method does not read is refused below, all at once.
+  assign_method_params(spec, s);
   if (given(f.short_factor_option)) spec.longrope.short_factor = s.short_factor;
   if (given(f.long_factor_option)) spec.longrope.long_factor = s.long_factor;
 

@@ -15,12 +15,15 @@
 
 #include "model_source.h"
 #include "posenc/core/ggml.h"
+#include "posenc/core/method_params.h"
 #include "posenc/core/spec.h"
 #include "posenc/io/npy.h"
 
 namespace posenc::cli {
 
-struct SpecFlags {
+// The method parameters (--beta-fast, --attention-factor, ...: core/method_params.h), and the
+// flags of the rest of a RopeSpec.
+struct SpecFlags : MethodParams {
   std::optional<std::string> rope_type;
   std::optional<std::int64_t> head_dim;
   std::optional<std::int64_t> rotary_dim;
@@ -30,19 +33,10 @@ struct SpecFlags {
   std::optional<double> factor;
   std::optional<std::int64_t> original_max_position_embeddings;
   std::optional<std::int64_t> max_position_embeddings;
-  std::optional<double> attention_factor;
-  std::optional<double> mscale;
-  std::optional<double> mscale_all_dim;
-  std::optional<double> beta_fast;  // shared with the ggml vocabulary
-  std::optional<double> beta_slow;  // shared with the ggml vocabulary
-  std::optional<bool> truncate;
-  std::optional<double> extrapolation_factor;
-  std::optional<double> low_freq_factor;
-  std::optional<double> high_freq_factor;
+  // beta_fast and beta_slow are shared with the ggml vocabulary.
   std::vector<double> short_factor;
   std::vector<double> long_factor;
   std::optional<double> partial_rotary_factor;
-  std::optional<double> alpha;
 };
 
 struct GgmlFlags {

@@ -106,6 +106,10 @@ void set_method_params(RopeSpec& spec, const MethodParams& p, ParamNames names,
                   ", not to " + std::string(method_label));
     }
   }
+  assign_method_params(spec, p);
+}
+
+void assign_method_params(RopeSpec& spec, const MethodParams& p) {
   YarnParams& y = spec.yarn;
   if (p.beta_fast) y.beta_fast = *p.beta_fast;
   if (p.beta_slow) y.beta_slow = *p.beta_slow;

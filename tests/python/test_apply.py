@@ -151,8 +151,12 @@ def test_threads_above_the_hardware_warn_and_are_capped():
     q = make((300, 4, 128), "float32", "torch", 11)
     one, _ = posenc.apply_rope(q, None, torch.arange(300), spec, threads=1)
     hw = os.cpu_count()
+    # 256 is also the most threads asked for at all (kMaxThreads); past it the request is refused,
+    # whatever the machine.
+    with pytest.raises(ValueError, match=r"threads \(257\) must be in \[1, 256\]"):
+        posenc.apply_rope(q, None, torch.arange(300), spec, threads=257)
     if hw >= 256:
-        pytest.skip("256 threads are not above this machine's hardware threads")
+        return  # no request is then both above the hardware's threads and allowed: nothing to cap
     with pytest.warns(RuntimeWarning, match=rf"threads \(256\) is more than this machine's {hw} "
                       rf"hardware threads; running {hw}"):
         many, _ = posenc.apply_rope(q, None, torch.arange(300), spec, threads=256)

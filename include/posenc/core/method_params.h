@@ -89,6 +89,10 @@ std::vector<std::string> unread_method_params(const MethodParams& params, const 
 void set_method_params(RopeSpec& spec, const MethodParams& params, ParamNames names,
                        std::string_view method_label);
 
+// Sets the parameters given on `spec`'s fields, unchecked (attention_factor: longrope's for
+// longrope, else yarn's). For a caller that checks them its own way (`posenc apply`'s flags).
+void assign_method_params(RopeSpec& spec, const MethodParams& params);
+
 // set_method_params, then validate(); with flag names, validate()'s error (which names the
 // RopeSpec field) ends with the flags it came from: "(with --beta-fast 1 --beta-slow 2)".
 void apply_method_params(RopeSpec& spec, const MethodParams& params, ParamNames names,
