@@ -1,8 +1,8 @@
 // The Llama 2 forward pass over a KV cache (llama2.c `forward`, batched over the tokens of a step).
 //
 // Tokens run in batches of up to max(step, 256). Per batch and per layer: the q/k/v projections
-// by token (one parallel region), then for each sub-step of the batch RoPE (on the calling
-// thread: a step rotates m x 12 heads x 4 pairs, microseconds), the append to the cache and
+// by token (one parallel region), then for each sub-step of the batch the re-rotation of the
+// cached keys (dynamic methods) by positions, RoPE and the append to the cache by tokens, and
 // attention by (head, tile of query tokens), then the output projection and the feed-forward
 // block by token. A static method's batch is one sub-step. A dynamic method's sub-steps are its
 // steps (`step` tokens, each with the frequencies of the length at its end; consecutive ones with
@@ -46,11 +46,15 @@ std::size_t z(std::int64_t v) { return static_cast<std::size_t>(v); }
 // change their results, and longer steps mean fewer thread wake-ups (16 per step).
 constexpr std::int64_t kStaticStep = 256;
 
-// Re-rotations of fewer positions run on the calling thread: a pool wake-up costs a few
-// microseconds, about as much as rotating 2048 keys of one layer of stories260K (64K floats,
-// apply_rope's threshold) or making 256 rows (a CosSinStepper row is ~15 ns).
-constexpr std::int64_t kMinParallelKeyFloats = std::int64_t{1} << 16;
+// Re-rotations of fewer keys run on the calling thread. A pool run costs about a microsecond
+// while the workers spin between runs (util/thread_pool.h), tens when they have to be woken;
+// re-rotating 256 keys of one layer of stories260K (8K floats) takes a few, and on one thread it
+// was a third of the dynamic methods' extra time at ctx 2048 on two threads (docs/eval.md).
+constexpr std::int64_t kMinParallelKeyFloats = std::int64_t{1} << 13;
+// Rows made on the calling thread below this (a CosSinStepper row is ~15 ns).
 constexpr std::int64_t kMinParallelRows = 256;
+// Tokens per task of RoPE and the append to the cache (a step of 256 tokens: 16 tasks).
+constexpr std::int64_t kRopeTaskTokens = 16;
 // Positions per task of the re-rotation's parallel regions.
 constexpr std::int64_t kRerotateChunk = 128;
 // The rows of a batch's re-rotations (one [positions, head_dim] pair of tables per re-rotating
@@ -384,15 +388,21 @@ void Session::State::step(std::span<const std::int32_t> tokens, float* logits,
       const float scale = static_cast<float>(sub.freqs.softmax_scale_multiplier /
                                              std::sqrt(static_cast<double>(hd)));
       profile.start();
-      RopeArgs rope;
-      rope.q = TensorView::contiguous(q.data() + t0 * H, DType::kF32, ms, c.heads, hd);
-      rope.k = TensorView::contiguous(k.data() + t0 * KV, DType::kF32, ms, c.kv_heads, hd);
-      rope.positions = positions;
-      apply_rope(sub.freqs, rope);
-      for (std::int64_t t = t0; t < sub.end; ++t) {
-        std::copy_n(k.data() + t * KV, KV, k_cache.data() + (l * opt.capacity + p0 + t) * KV);
-        std::copy_n(v.data() + t * KV, KV, v_cache.data() + (l * opt.capacity + p0 + t) * KV);
-      }
+      // By tokens (a token's rotation does not depend on the others rotated with it).
+      const std::int64_t rope_tasks = (ms + kRopeTaskTokens - 1) / kRopeTaskTokens;
+      parallel_if(rope_tasks > 1, rope_tasks, [&](std::int64_t r0, std::int64_t r1) {
+        const std::int64_t a = t0 + r0 * kRopeTaskTokens,
+                           b = std::min(sub.end, t0 + r1 * kRopeTaskTokens);
+        RopeArgs rope;
+        rope.q = TensorView::contiguous(q.data() + a * H, DType::kF32, b - a, c.heads, hd);
+        rope.k = TensorView::contiguous(k.data() + a * KV, DType::kF32, b - a, c.kv_heads, hd);
+        rope.positions = positions.subspan(z(a - t0), z(b - a));
+        apply_rope(sub.freqs, rope);
+        for (std::int64_t t = a; t < b; ++t) {
+          std::copy_n(k.data() + t * KV, KV, k_cache.data() + (l * opt.capacity + p0 + t) * KV);
+          std::copy_n(v.data() + t * KV, KV, v_cache.data() + (l * opt.capacity + p0 + t) * KV);
+        }
+      });
 
       const bool decoding = ms <= detail::kPerQueryMaxTokens;
       if (decoding) block_keys(l, ps + ms);

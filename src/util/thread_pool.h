@@ -1,7 +1,8 @@
 // src/util/thread_pool.h: a small persistent pool for the kernels (internal).
 //
-// Workers are started once and park on a condition variable, so a call pays a wake-up, not a
-// thread start. run() hands out [0, tasks) in contiguous chunks (about 4 per participant) from
+// Workers are started once; between runs a worker spins for 50 us, then parks on a condition
+// variable, so a call pays a load or a wake-up, not a thread start (the caller too spins for
+// the workers before it sleeps). run() hands out [0, tasks) in contiguous chunks (about 4 per participant) from
 // an atomic counter; the calling thread takes chunks too, and returns once every chunk is done
 // and no worker is inside the run. A worker its core is slow to schedule (a loaded machine)
 // therefore costs nothing: the others take its chunks, instead of the call waiting for it.
@@ -43,6 +44,13 @@ class ThreadPool {
   std::uint64_t generation_ = 0;
   bool open_ = false;  // the current run still admits workers
   int active_ = 0;     // workers inside the current run
+  int joined_ = 0;     // workers that have entered the current run
+  // For spinning without the lock: generation_'s value, the workers that have left the current
+  // run (each leaves after it joined, so once open_ is false, left_ == joined_ means all are
+  // out), stop_'s value.
+  std::atomic<std::uint64_t> published_{0};
+  std::atomic<int> left_{0};
+  std::atomic<bool> stopping_{false};
   std::int64_t tasks_ = 0;
   std::int64_t chunk_ = 1;
   std::atomic<std::int64_t> next_{0};  // the first task not yet handed out
