@@ -58,11 +58,11 @@ void ThreadPool::take_chunks(const std::function<void(std::int64_t, std::int64_t
 namespace {
 
 // How long a thread spins for the next run (a worker) or for the workers to finish (the caller)
-// before it sleeps on a condition variable. A forward pass issues a run every few tens of
-// microseconds, and a futex wake-up costs about as much on a virtual machine (an
-// inter-processor interrupt through the hypervisor: 25-35 us a run on the 2-core guest of
-// docs/eval.md), so a short spin turns most wake-ups into a load.
-constexpr auto kSpin = std::chrono::microseconds(50);
+// before it sleeps on a condition variable. A forward pass issues a run every few tens to a few
+// hundred microseconds, and a wake-up through a futex costs 10-20 us on the 2-core guest of
+// docs/eval.md (an inter-processor interrupt through the hypervisor). Measured there with two
+// tasks of 5 us each: 19 us a run with sleeping workers, 6-7 us with runs under 200 us apart.
+constexpr auto kSpin = std::chrono::microseconds(200);
 
 void cpu_relax() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -92,6 +92,10 @@ void ThreadPool::worker_loop(int index) {
              stopping_.load(std::memory_order_relaxed);
     });
     std::unique_lock lock(mu_);
+    if (!stop_ && generation_ != seen && !(open_ && index < participants_)) {
+      seen = generation_;  // a run this worker came too late for, or sits out: spin for the next
+      continue;
+    }
     wake_.wait(lock,
                [&] { return stop_ || (generation_ != seen && open_ && index < participants_); });
     if (stop_) return;

@@ -1,6 +1,6 @@
 // src/util/thread_pool.h: a small persistent pool for the kernels (internal).
 //
-// Workers are started once; between runs a worker spins for 50 us, then parks on a condition
+// Workers are started once; between runs a worker spins for 200 us, then parks on a condition
 // variable, so a call pays a load or a wake-up, not a thread start (the caller too spins for
 // the workers before it sleeps). run() hands out [0, tasks) in contiguous chunks (about 4 per participant) from
 // an atomic counter; the calling thread takes chunks too, and returns once every chunk is done
