@@ -1,5 +1,7 @@
 #include "util/thread_pool.h"
 
+#include <sched.h>
+
 #include <algorithm>
 #include <chrono>
 #include <string>
@@ -72,13 +74,18 @@ void cpu_relax() {
 #endif
 }
 
-// Spins until done() or for kSpin, whichever comes first.
+// Spins until done() or for kSpin, whichever comes first, yielding the core between checks so
+// that a thread it shares a core with (more runnable threads than cores: taskset, a CPU quota,
+// other processes) runs instead of waiting for the spin to end.
 template <class Done>
 void spin_until(Done done) {
   const auto end = std::chrono::steady_clock::now() + kSpin;
   for (int i = 0; !done(); ++i) {
     for (int k = 0; k < 16; ++k) cpu_relax();
-    if ((i & 15) == 15 && std::chrono::steady_clock::now() >= end) return;
+    if ((i & 3) == 3) {
+      std::this_thread::yield();
+      if (std::chrono::steady_clock::now() >= end) return;
+    }
   }
 }
 
@@ -158,8 +165,14 @@ void ThreadPool::run(int threads, std::int64_t tasks,
 namespace posenc {
 
 int hardware_threads() {
-  // Read once: glibc's answer reads /sys, and run_threads asks on every kernel call.
-  static const int n = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  // Read once: glibc's answer reads /sys, and run_threads asks on every kernel call. The CPUs
+  // this process may run on (sched_getaffinity: taskset, cpusets), else every online CPU.
+  static const int n = [] {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
+    return std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  }();
   return n;
 }
 

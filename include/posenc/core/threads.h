@@ -25,7 +25,8 @@ inline void check_threads(int threads, std::string_view who) {
   }
 }
 
-// The machine's hardware threads (std::thread::hardware_concurrency), at least 1.
+// The hardware threads this process may run on (its CPU affinity: taskset, cpusets; else
+// std::thread::hardware_concurrency), at least 1, read once.
 int hardware_threads();
 
 // The threads a valid request runs on: min(threads, hardware_threads()). The shared thread pool
