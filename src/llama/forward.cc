@@ -25,6 +25,7 @@
 #include <functional>
 #include <map>
 #include <numeric>
+#include <set>
 #include <string>
 #include <utility>
 
@@ -55,6 +56,10 @@ constexpr std::int64_t kMinParallelKeyFloats = std::int64_t{1} << 13;
 constexpr std::int64_t kMinParallelRows = 256;
 // Tokens per task of RoPE and the append to the cache (a step of 256 tokens: 16 tasks).
 constexpr std::int64_t kRopeTaskTokens = 16;
+// Positions per task of copying keys into attention's key blocks for decoding (a multiple of
+// detail::kKeyBlock).
+constexpr std::int64_t kBlockKeysChunk = 512;
+static_assert(kBlockKeysChunk % detail::kKeyBlock == 0);
 // Positions per task of the re-rotation's parallel regions.
 constexpr std::int64_t kRerotateChunk = 128;
 // The rows of a batch's re-rotations (one [positions, head_dim] pair of tables per re-rotating
@@ -65,6 +70,8 @@ constexpr std::int64_t kMaxRerotationRowBytes = std::int64_t{64} << 20;
 // for one batch only. The protocol at ctx 8192 keeps 33 MiB (120 re-rotations a window, 4,352
 // positions each on average, 64 bytes a position), at 2048 2 MiB.
 constexpr std::int64_t kMaxKeptRowBytes = std::int64_t{64} << 20;
+// The (from, to) lengths remembered as asked for once (RowsEntry), before the set is cleared.
+constexpr std::size_t kMaxRequestedRows = 1 << 14;
 
 // x / sqrt(mean(x^2) + eps) * w, summed in float in order (llama2.c `rmsnorm`).
 void rmsnorm(float* out, const float* x, const float* w, std::int64_t n) {
@@ -125,7 +132,8 @@ struct SubStep {
 
 // One re-rotation's rows, kept by the Session across batches and reset(): every window of the
 // perplexity protocol re-rotates at the same lengths between the same frequencies, so its rows
-// are made once per Session instead of once per window (half the re-rotation's time at ctx 8192).
+// are made twice per Session (the first window's in its own buffers) instead of once per window
+// (half the re-rotation's time at ctx 8192).
 struct RowsEntry {
   Frequencies from, to;
   std::int64_t count = 0;     // rows of positions [0, count)
@@ -153,6 +161,7 @@ struct Session::State {
   // Rows kept for reuse, by (from.seq_len, to.seq_len) (checked against the angles on use).
   std::map<std::pair<std::int64_t, std::int64_t>, RowsEntry> kept_rows;
   std::int64_t kept_row_bytes = 0;
+  std::set<std::pair<std::int64_t, std::int64_t>> requested_rows;  // rows asked for once so far
   // Scratch, [step, ...] row-major.
   std::vector<float> x, xb, q, k, v, att, hb, hb2;
   Profile profile;
@@ -225,8 +234,8 @@ struct Session::State {
   }
 
   // The rows of sub-step `sub`'s re-rotation of positions [0, count), from frequencies `from`:
-  // kept ones (made now if new, extended if too short) while they fit in kMaxKeptRowBytes, else
-  // the sub-step's own.
+  // kept ones (made now if new, extended if too short) from the second request for these
+  // lengths on, while they fit in kMaxKeptRowBytes, else the sub-step's own.
   void rerotation_rows(SubStep& sub, const Frequencies& from, std::int64_t count) {
     const std::int64_t hd = model->config().head_dim();
     sub.rows = detail::Rerotation::applies(from, sub.freqs);
@@ -239,8 +248,17 @@ struct Session::State {
       kept_rows.erase(it);
       it = kept_rows.end();
     }
+    // Rows are kept from their second request on: the protocol's windows ask for the same ones
+    // again, a decoded token's re-rotation (a new length each token) never does, and keeping
+    // those cost an allocation, its zeroing and its page faults per token (9% of a decoding
+    // run's samples in memset alone).
+    bool again = it != kept_rows.end();
+    if (!again) {
+      if (requested_rows.size() >= kMaxRequestedRows) requested_rows.clear();
+      again = !requested_rows.insert(key).second;
+    }
     const std::int64_t have = it == kept_rows.end() ? 0 : it->second.count;
-    if (have >= count || kept_row_bytes + 8 * (count - have) * hd <= kMaxKeptRowBytes) {
+    if (again && (have >= count || kept_row_bytes + 8 * (count - have) * hd <= kMaxKeptRowBytes)) {
       RowsEntry& e = it == kept_rows.end() ? kept_rows[key] : it->second;
       if (e.count < count) {
         if (e.count == 0) e.from = from, e.to = sub.freqs;
@@ -299,16 +317,24 @@ struct Session::State {
       k_blocks.assign(z(c.layers * c.kv_heads * blocks * hd * detail::kKeyBlock), 0.0f);
       blocked.assign(z(c.layers), 0);
     }
-    for (std::int64_t p = blocked[z(l)]; p < end; ++p) {
-      const float* src = k_cache.data() + (l * opt.capacity + p) * KV;
-      for (std::int64_t g = 0; g < c.kv_heads; ++g) {
-        float* dst =
-            k_blocks.data() +
-            ((l * c.kv_heads + g) * blocks + p / detail::kKeyBlock) * hd * detail::kKeyBlock +
-            p % detail::kKeyBlock;
-        for (std::int64_t e = 0; e < hd; ++e) dst[e * detail::kKeyBlock] = src[g * hd + e];
+    // By chunks of kBlockKeysChunk positions (whole blocks: no two tasks write one block); after
+    // a re-rotation a decoded token copies the whole layer again.
+    const std::int64_t from = blocked[z(l)], c0 = from / kBlockKeysChunk,
+                       chunks = (end + kBlockKeysChunk - 1) / kBlockKeysChunk - c0;
+    parallel_if(chunks > 1, chunks, [&](std::int64_t t0, std::int64_t t1) {
+      const std::int64_t p0 = std::max(from, (c0 + t0) * kBlockKeysChunk),
+                         p1 = std::min(end, (c0 + t1) * kBlockKeysChunk);
+      for (std::int64_t p = p0; p < p1; ++p) {
+        const float* src = k_cache.data() + (l * opt.capacity + p) * KV;
+        for (std::int64_t g = 0; g < c.kv_heads; ++g) {
+          float* dst =
+              k_blocks.data() +
+              ((l * c.kv_heads + g) * blocks + p / detail::kKeyBlock) * hd * detail::kKeyBlock +
+              p % detail::kKeyBlock;
+          for (std::int64_t e = 0; e < hd; ++e) dst[e * detail::kKeyBlock] = src[g * hd + e];
+        }
       }
-    }
+    });
     blocked[z(l)] = end;
   }
 
