@@ -74,7 +74,9 @@ void cpu_relax() {
 #endif
 }
 
-// Spins until done() or for kSpin, whichever comes first, yielding the core between checks so
+// Spins until done() or for kSpin, whichever comes first, yielding the core every few
+// microseconds (a yield every microsecond: 2,557-3,016 tokens/s decoding from position 4096
+// against 3,115-3,216, 3 runs each) so
 // that a thread it shares a core with (more runnable threads than cores: taskset, a CPU quota,
 // other processes) runs instead of waiting for the spin to end.
 template <class Done>
@@ -82,7 +84,7 @@ void spin_until(Done done) {
   const auto end = std::chrono::steady_clock::now() + kSpin;
   for (int i = 0; !done(); ++i) {
     for (int k = 0; k < 16; ++k) cpu_relax();
-    if ((i & 3) == 3) {
+    if ((i & 15) == 15) {  // every few microseconds
       std::this_thread::yield();
       if (std::chrono::steady_clock::now() >= end) return;
     }
