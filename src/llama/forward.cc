@@ -49,8 +49,9 @@ constexpr std::int64_t kStaticStep = 256;
 
 // Re-rotations of fewer keys run on the calling thread. A pool run costs about a microsecond
 // while the workers spin between runs (util/thread_pool.h), tens when they have to be woken;
-// re-rotating 256 keys of one layer of stories260K (8K floats) takes a few, and on one thread it
-// was a third of the dynamic methods' extra time at ctx 2048 on two threads (docs/eval.md).
+// re-rotating 256 keys of one layer of stories260K (8K floats) takes a few microseconds. On the
+// calling thread alone (below 2048 keys, before) it was a third of the dynamic methods' extra
+// time at ctx 2048 on two threads (docs/eval.md, "Two threads").
 constexpr std::int64_t kMinParallelKeyFloats = std::int64_t{1} << 13;
 // Rows made on the calling thread below this (a CosSinStepper row is ~15 ns).
 constexpr std::int64_t kMinParallelRows = 256;
