@@ -26,8 +26,7 @@ ThreadPool& ThreadPool::shared(int threads) {
 ThreadPool::~ThreadPool() {
   {
     std::lock_guard lock(mu_);
-    stop_ = true;
-    stopping_.store(true, std::memory_order_relaxed);
+    stop_.store(true, std::memory_order_relaxed);
   }
   wake_.notify_all();
   for (auto& w : workers_) w.join();
@@ -75,10 +74,9 @@ void cpu_relax() {
 }
 
 // Spins until done() or for kSpin, whichever comes first, yielding the core every few
-// microseconds (a yield every microsecond: 2,557-3,016 tokens/s decoding from position 4096
-// against 3,115-3,216, 3 runs each) so
-// that a thread it shares a core with (more runnable threads than cores: taskset, a CPU quota,
-// other processes) runs instead of waiting for the spin to end.
+// microseconds, so that a thread it shares a core with (more runnable threads than cores:
+// taskset, a CPU quota, other processes) runs instead of waiting for the spin to end. (A yield
+// every microsecond: 2,557-3,016 tokens/s decoding from position 4096, against 3,115-3,216.)
 template <class Done>
 void spin_until(Done done) {
   const auto end = std::chrono::steady_clock::now() + kSpin;
@@ -97,8 +95,8 @@ void ThreadPool::worker_loop(int index) {
   std::uint64_t seen = 0;
   for (;;) {
     spin_until([&] {
-      return published_.load(std::memory_order_acquire) != seen ||
-             stopping_.load(std::memory_order_relaxed);
+      return generation_.load(std::memory_order_acquire) != seen ||
+             stop_.load(std::memory_order_relaxed);
     });
     std::unique_lock lock(mu_);
     if (!stop_ && generation_ != seen && !(open_ && index < participants_)) {
@@ -109,14 +107,13 @@ void ThreadPool::worker_loop(int index) {
                [&] { return stop_ || (generation_ != seen && open_ && index < participants_); });
     if (stop_) return;
     seen = generation_;
-    ++active_;
     ++joined_;
     const auto* body = body_;
     lock.unlock();
     take_chunks(*body);
     lock.lock();
     left_.fetch_add(1, std::memory_order_release);
-    if (--active_ == 0 && !open_) done_.notify_one();
+    if (!open_ && left_.load(std::memory_order_relaxed) == joined_) done_.notify_one();
   }
 }
 
@@ -141,24 +138,24 @@ void ThreadPool::run(int threads, std::int64_t tasks,
     body_ = &body;
     error_ = nullptr;
     open_ = true;
-    active_ = 0;
     joined_ = 0;
     left_.store(0, std::memory_order_relaxed);
-    ++generation_;
-    published_.store(generation_, std::memory_order_release);
+    generation_.fetch_add(1, std::memory_order_release);
   }
   wake_.notify_all();
   take_chunks(body);
   std::unique_lock lock(mu_);
   open_ = false;  // a worker that wakes from now on sits this run out: nothing is left for it
-  if (active_ > 0) {
+  // No worker joins from now on, so the run is over once every joined worker has left.
+  const int joined = joined_;
+  const auto all_left = [&] { return left_.load(std::memory_order_acquire) == joined; };
+  if (!all_left()) {
     // The workers inside usually finish within microseconds of the caller: spin before sleeping.
-    const int joined = joined_;
     lock.unlock();
-    spin_until([&] { return left_.load(std::memory_order_acquire) == joined; });
+    spin_until(all_left);
     lock.lock();
   }
-  done_.wait(lock, [&] { return active_ == 0; });
+  done_.wait(lock, all_left);
   if (error_) std::rethrow_exception(error_);
 }
 

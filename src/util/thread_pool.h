@@ -2,10 +2,11 @@
 //
 // Workers are started once; between runs a worker spins for 200 us, then parks on a condition
 // variable, so a call pays a load or a wake-up, not a thread start (the caller too spins for
-// the workers before it sleeps). run() hands out [0, tasks) in contiguous chunks (about 4 per participant) from
-// an atomic counter; the calling thread takes chunks too, and returns once every chunk is done
-// and no worker is inside the run. A worker its core is slow to schedule (a loaded machine)
-// therefore costs nothing: the others take its chunks, instead of the call waiting for it.
+// the workers before it sleeps). run() hands out [0, tasks) in contiguous chunks (about 4 per
+// participant) from an atomic counter; the calling thread takes chunks too, and returns once
+// every chunk is done and no worker is inside the run. A worker its core is slow to schedule (a
+// loaded machine) therefore costs nothing: the others take its chunks, instead of the call
+// waiting for it.
 #pragma once
 
 #include <atomic>
@@ -41,24 +42,19 @@ class ThreadPool {
   std::condition_variable wake_;
   std::condition_variable done_;
   std::vector<std::thread> workers_;
-  std::uint64_t generation_ = 0;
-  bool open_ = false;  // the current run still admits workers
-  int active_ = 0;     // workers inside the current run
-  int joined_ = 0;     // workers that have entered the current run
-  // For spinning without the lock: generation_'s value, the workers that have left the current
-  // run (each leaves after it joined, so once open_ is false, left_ == joined_ means all are
-  // out), stop_'s value.
-  std::atomic<std::uint64_t> published_{0};
+  std::atomic<std::uint64_t> generation_{0};  // runs started (atomic: spinning workers read it)
+  bool open_ = false;                         // the current run still admits workers
+  int joined_ = 0;                            // workers that have entered the current run
+  // Workers that have left it (atomic: the caller spins on it); joined_ - left_ are inside.
   std::atomic<int> left_{0};
-  std::atomic<bool> stopping_{false};
   std::int64_t tasks_ = 0;
   std::int64_t chunk_ = 1;
   std::atomic<std::int64_t> next_{0};  // the first task not yet handed out
   int participants_ = 0;
   const std::function<void(std::int64_t, std::int64_t)>* body_ = nullptr;
   std::exception_ptr error_;
-  bool stop_ = false;
-  std::mutex run_mu_;  // one run at a time
+  std::atomic<bool> stop_{false};  // atomic: spinning workers read it
+  std::mutex run_mu_;              // one run at a time
 };
 
 }  // namespace posenc::detail
