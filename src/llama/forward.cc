@@ -4,7 +4,9 @@
 // by token (one parallel region), then for each sub-step of the batch the re-rotation of the
 // cached keys (dynamic methods) by positions, RoPE and the append to the cache by tokens, and
 // attention by (head, tile of query tokens), then the output projection and the feed-forward
-// block by token. A static method's batch is one sub-step. A dynamic method's sub-steps are its
+// block by token (a dynamic batch that re-rotates, on several threads: RoPE, append,
+// re-rotation and attention of all its sub-steps in one region per layer, by groups of kv heads:
+// layer_by_groups). A static method's batch is one sub-step. A dynamic method's sub-steps are its
 // steps (`step` tokens, each with the frequencies of the length at its end; consecutive ones with
 // the same frequencies merged): only RoPE, the re-rotation of the cached keys and attention depend
 // on a token's frequencies, so the projections and the feed-forward block run over the whole
@@ -18,15 +20,18 @@
 #include <time.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
 #include <map>
+#include <memory>
 #include <numeric>
 #include <set>
 #include <string>
+#include <thread>
 #include <utility>
 
 #include "llama/kernels.h"
@@ -34,6 +39,8 @@
 #include "posenc/core/threads.h"
 #include "posenc/llama/llama.h"
 #include "posenc/rope/apply.h"
+#include "util/aligned_allocator.h"
+#include "util/huge_page_arena.h"
 #include "util/thread_pool.h"
 
 namespace posenc::llama {
@@ -83,7 +90,9 @@ void rmsnorm(float* out, const float* x, const float* w, std::int64_t n) {
 }
 
 // POSENC_PROFILE=1: each Session prints on stderr, when it is destroyed, the wall and CPU time
-// (all threads) of each part of the forward pass (docs/eval.md, "Where the time goes").
+// (all threads) of each part of the forward pass (docs/eval.md, "Where the time goes"). A layer
+// run by groups (layer_by_groups) counts as attention, its RoPE and re-rotation included;
+// `rerotate` then holds the making of the re-rotation's rows.
 enum Part { kQkv, kRope, kAttention, kFfn, kLogits, kRerotate, kParts };
 constexpr const char* kPartNames[kParts] = {"qkv", "rope",   "attention",
                                             "ffn", "logits", "rerotate"};
@@ -137,8 +146,9 @@ struct SubStep {
 // (half the re-rotation's time at ctx 8192).
 struct RowsEntry {
   Frequencies from, to;
-  std::int64_t count = 0;     // rows of positions [0, count)
-  std::vector<float> c2, s2;  // [count, head_dim] each
+  std::int64_t count = 0;  // rows of positions [0, count)
+  float* c2 = nullptr;     // [count, head_dim] each, in the Session's row arena
+  float* s2 = nullptr;
 };
 
 }  // namespace
@@ -150,18 +160,20 @@ struct Session::State {
   Frequencies freqs;
   std::int64_t size = 0;
   std::int64_t rerotations = 0;
-  std::vector<float> k_cache, v_cache;
+  // 64-byte aligned: with rows of a multiple of 64 bytes, kv-head groups own whole cache lines.
+  std::vector<float, posenc::detail::CacheLineAllocator<float>> k_cache, v_cache;
   // Decoding (steps of at most kPerQueryMaxTokens tokens): the keys again in attention's blocks,
   // [layer, kv_head, position / kKeyBlock, head_dim, kKeyBlock], allocated on the first such step;
   // blocked[l]: positions of layer l copied (0 after a re-rotation).
   std::vector<float> k_blocks;
   std::vector<std::int64_t> blocked;
-  std::vector<std::int32_t> group_positions;  // decoding by kv head: the token's position, per head
-  std::vector<std::int32_t> all_positions;    // 0, 1, ..., capacity - 1
-  std::vector<SubStep> sub_steps;             // the batch's (kept: their rows' buffers are reused)
+  std::vector<std::int32_t> all_positions;  // 0, 1, ..., capacity - 1
+  std::vector<SubStep> sub_steps;           // the batch's (kept: their rows' buffers are reused)
   // Rows kept for reuse, by (from.seq_len, to.seq_len) (checked against the angles on use).
   std::map<std::pair<std::int64_t, std::int64_t>, RowsEntry> kept_rows;
-  std::int64_t kept_row_bytes = 0;
+  // Where kept rows live (kMaxKeptRowBytes reserved on first use; its huge pages spare about
+  // 8,000 page faults of 13 us each at ctx 8192 on the guests of docs/eval.md).
+  std::unique_ptr<posenc::detail::HugePageArena> row_arena;
   std::set<std::pair<std::int64_t, std::int64_t>> requested_rows;  // rows asked for once so far
   // Scratch, [step, ...] row-major.
   std::vector<float> x, xb, q, k, v, att, hb, hb2;
@@ -235,8 +247,8 @@ struct Session::State {
   }
 
   // The rows of sub-step `sub`'s re-rotation of positions [0, count), from frequencies `from`:
-  // kept ones (made now if new, extended if too short) from the second request for these
-  // lengths on, while they fit in kMaxKeptRowBytes, else the sub-step's own.
+  // kept ones (made now if new, extended if too short; below), while the row arena has room,
+  // else the sub-step's own.
   void rerotation_rows(SubStep& sub, const Frequencies& from, std::int64_t count) {
     const std::int64_t hd = model->config().head_dim();
     sub.rows = detail::Rerotation::applies(from, sub.freqs);
@@ -245,33 +257,39 @@ struct Session::State {
     auto it = kept_rows.find(key);
     if (it != kept_rows.end() &&
         !(same_angles(it->second.from, from) && same_angles(it->second.to, sub.freqs))) {
-      kept_row_bytes -= 8 * it->second.count * hd;  // other frequencies at these lengths
-      kept_rows.erase(it);
+      kept_rows.erase(it);  // other frequencies at these lengths (its arena bytes stay spent)
       it = kept_rows.end();
     }
-    // Rows are kept from their second request on: the protocol's windows ask for the same ones
-    // again, a decoded token's re-rotation (a new length each token) never does, and keeping
-    // those cost an allocation, its zeroing and its page faults per token (9% of a decoding
-    // run's samples in memset alone).
-    bool again = it != kept_rows.end();
+    // Rows are kept from their first request on for a step of several tokens (the protocol's
+    // windows ask for the same ones again), and from their second one for a decoded token: its
+    // re-rotation (a new length each token) is never asked for again, and keeping those cost
+    // arena space, and before the arena an allocation, its zeroing and its page faults per
+    // token (9% of a decoding run's samples in memset alone).
+    bool again = it != kept_rows.end() || sub.end - sub.begin > detail::kPerQueryMaxTokens;
     if (!again) {
       if (requested_rows.size() >= kMaxRequestedRows) requested_rows.clear();
       again = !requested_rows.insert(key).second;
     }
-    const std::int64_t have = it == kept_rows.end() ? 0 : it->second.count;
-    if (again && (have >= count || kept_row_bytes + 8 * (count - have) * hd <= kMaxKeptRowBytes)) {
-      RowsEntry& e = it == kept_rows.end() ? kept_rows[key] : it->second;
-      if (e.count < count) {
-        if (e.count == 0) e.from = from, e.to = sub.freqs;
-        e.c2.resize(z(count * hd));
-        e.s2.resize(z(count * hd));
-        make_rows(from, sub.freqs, e.count, count, e.c2.data() + e.count * hd,
-                  e.s2.data() + e.count * hd);
-        kept_row_bytes += 8 * (count - e.count) * hd;
-        e.count = count;
+    if (again && (it == kept_rows.end() || it->second.count < count)) {
+      if (!row_arena) {
+        row_arena = std::make_unique<posenc::detail::HugePageArena>(z(kMaxKeptRowBytes));
       }
-      sub.c2 = e.c2.data();
-      sub.s2 = e.s2.data();
+      float* c2 = row_arena->floats(z(count * hd));
+      float* s2 = c2 ? row_arena->floats(z(count * hd)) : nullptr;
+      if (s2 != nullptr) {
+        RowsEntry& e = it == kept_rows.end() ? kept_rows[key] : it->second;
+        if (e.count == 0) e.from = from, e.to = sub.freqs;
+        // A longer request: the rows made before are copied (their old block stays spent).
+        std::copy_n(e.c2, e.count * hd, c2);
+        std::copy_n(e.s2, e.count * hd, s2);
+        make_rows(from, sub.freqs, e.count, count, c2 + e.count * hd, s2 + e.count * hd);
+        e.c2 = c2, e.s2 = s2, e.count = count;
+        it = kept_rows.find(key);
+      }
+    }
+    if (again && it != kept_rows.end() && it->second.count >= count) {
+      sub.c2 = it->second.c2;
+      sub.s2 = it->second.s2;
       return;
     }
     // Grown, never shrunk nor cleared: a row is written before it is read.
@@ -303,6 +321,184 @@ struct Session::State {
                 {keys + p0 * KV, KV, p1 - p0, c.kv_heads, hd, sub.c2 + p0 * hd, sub.s2 + p0 * hd});
           });
     }
+    if (!blocked.empty()) blocked[z(l)] = 0;
+  }
+
+  // Groups of kv heads by which a batch's sub-steps run, or 0 to run them one region each: a
+  // dynamic batch that re-rotates (with detail::Rerotation's rows), on several threads, no
+  // sub-step decoding, and at least two groups whose slices of a key row are whole cache lines
+  // (the cache is 64-byte aligned and its rows a multiple of 64 bytes: no two threads write
+  // one line).
+  std::int64_t layer_groups(std::span<const SubStep> subs) const {
+    const Config& c = model->config();
+    if (opt.threads <= 1) return 0;
+    bool rerotates = false;
+    for (const SubStep& sub : subs) {
+      if (sub.end - sub.begin <= detail::kPerQueryMaxTokens || (sub.rerotate && !sub.rows))
+        return 0;
+      rerotates = rerotates || sub.rerotate;
+    }
+    if (!rerotates) return 0;
+    const auto line = static_cast<std::int64_t>(posenc::detail::kCacheLine);
+    const std::int64_t head_bytes = c.head_dim() * 4;
+    const std::int64_t per_line = std::max<std::int64_t>(1, line / head_bytes);
+    if ((per_line * head_bytes) % line != 0 || c.kv_heads % per_line != 0 ||
+        c.kv_heads / per_line < 2)
+      return 0;
+    return c.kv_heads / per_line;
+  }
+
+  // Tokens [a, b) of the batch, in sub-step `sub` of layer l: the query heads of kv heads
+  // [g0, g1) and those kv heads rotated, and their keys and values appended to the cache. (A
+  // head's rotation does not depend on the other heads or tokens rotated with it.)
+  void rope_append(std::int64_t l, const SubStep& sub, std::int64_t a, std::int64_t b,
+                   std::int64_t g0, std::int64_t g1) {
+    const Config& c = model->config();
+    const std::int64_t H = c.dim, KV = c.kv_dim(), hd = c.head_dim(), group = c.heads / c.kv_heads;
+    RopeArgs rope;
+    rope.q = {q.data() + a * H + g0 * group * hd, DType::kF32, b - a, (g1 - g0) * group, hd, H, hd};
+    rope.k = {k.data() + a * KV + g0 * hd, DType::kF32, b - a, g1 - g0, hd, KV, hd};
+    rope.positions = std::span<const std::int32_t>(all_positions.data() + size + a, z(b - a));
+    apply_rope(sub.freqs, rope);
+    for (std::int64_t t = a; t < b; ++t) {
+      const std::int64_t row = (l * opt.capacity + size + t) * KV + g0 * hd;
+      std::copy_n(k.data() + t * KV + g0 * hd, (g1 - g0) * hd, k_cache.data() + row);
+      std::copy_n(v.data() + t * KV + g0 * hd, (g1 - g0) * hd, v_cache.data() + row);
+    }
+  }
+
+  // Attention tasks [k0, k1) of sub-step `sub` of layer l: (head, tile of query tokens), task
+  // h tiles + i; decoding one token, (kv head): the group's query heads share the keys and
+  // values, and their sums interleave.
+  void attend(std::int64_t l, const SubStep& sub, std::int64_t k0, std::int64_t k1) {
+    const Config& c = model->config();
+    const std::int64_t H = c.dim, KV = c.kv_dim(), hd = c.head_dim(), group = c.heads / c.kv_heads;
+    const std::int64_t ms = sub.end - sub.begin, ps = size + sub.begin;
+    const std::int64_t tile = detail::attention_tile_tokens();
+    const std::int64_t tiles = (ms + tile - 1) / tile;
+    const bool by_group = ms == 1 && group <= detail::kPerQueryMaxTokens;
+    const float scale =
+        static_cast<float>(sub.freqs.softmax_scale_multiplier / std::sqrt(static_cast<double>(hd)));
+    const std::int32_t* group_positions = all_positions.data() + ps;  // by_group: one position
+    std::int32_t repeated[detail::kPerQueryMaxTokens];
+    if (by_group) {
+      std::fill_n(repeated, group, static_cast<std::int32_t>(ps));
+      group_positions = repeated;
+    }
+    for (std::int64_t task = k0; task < k1; ++task) {
+      const std::int64_t h = by_group ? task * group : task / tiles;
+      const std::int64_t first = sub.begin + (by_group ? 0 : (task % tiles) * tile);
+      const std::int64_t g = h / group;
+      detail::AttentionArgs a;
+      a.q = q.data() + first * H + h * hd;
+      a.q_stride = by_group ? hd : H;
+      a.positions = by_group ? group_positions : all_positions.data() + size + first;
+      a.tokens = by_group ? group : std::min(tile, sub.end - first);
+      a.k = k_cache.data() + l * opt.capacity * KV + g * hd;
+      a.k_stride = KV;
+      a.v = v_cache.data() + l * opt.capacity * KV + g * hd;
+      a.v_stride = KV;
+      if (ms <= detail::kPerQueryMaxTokens) a.k_blocks = key_blocks(l, g);
+      a.head_dim = hd;
+      a.scale = scale;
+      a.out = att.data() + first * H + h * hd;
+      a.out_stride = by_group ? hd : H;
+      detail::attend(a);
+    }
+  }
+
+  // Layer l's sub-steps by groups of kv heads (layer_groups): group G's kv heads
+  // [G kvg, (G + 1) kvg) and their query heads. The region's tasks are the groups; the thread that
+  // takes group G (its owner) runs G's sub-steps in order: it re-rotates G's cached keys, rotates
+  // and appends G's tokens (the preparation), publishes the sub-step, and takes its attention
+  // tasks one at a time. So a thread re-rotates, appends and attends to keys in its own core's
+  // cache, and the sub-steps need no region each. A thread with no group left helps the owners
+  // of started groups with their published tasks (claimed from the same counter, tagged with
+  // the sub-step so that a claim never lands in another sub-step), and an owner prepares the
+  // next sub-step, which rewrites the keys in place, only once every task of the previous one is
+  // done, its helpers' included. No thread waits on a group nobody has started (the pool may
+  // hand it to that very thread next). Each output is computed by the same operations wherever
+  // it runs: the bits of the sub-steps run one region each.
+  void layer_by_groups(std::int64_t l, std::span<const SubStep> subs, std::int64_t groups) {
+    const Config& c = model->config();
+    const std::int64_t KV = c.kv_dim(), hd = c.head_dim(), group = c.heads / c.kv_heads;
+    const std::int64_t kvg = c.kv_heads / groups;
+    const std::int64_t tile = detail::attention_tile_tokens();
+    const auto n_subs = static_cast<std::int64_t>(subs.size());
+    const auto tasks_of = [&](std::int64_t s) {  // attention tasks of a group in sub-step s
+      return kvg * group * ((subs[z(s)].end - subs[z(s)].begin + tile - 1) / tile);
+    };
+    // claim[G]: (sub-step << 32) | next task; a sub-step is published once prepared.
+    constexpr std::int64_t kNone = -1;
+    const auto tag = [](std::int64_t word) { return word >> 32; };
+    const auto index = [](std::int64_t word) { return word & 0xffffffff; };
+    std::vector<std::atomic<std::int64_t>> claim(z(groups));
+    std::vector<std::atomic<std::int64_t>> done(z(groups * n_subs));
+    std::vector<std::atomic<bool>> started(z(groups)), finished(z(groups));
+    for (auto& a : claim) a.store(kNone * (std::int64_t{1} << 32), std::memory_order_relaxed);
+    // Counted done, and a group finished, even when what ran threw (the pool rethrows it after
+    // the region): no thread then waits forever for it.
+    struct Count {
+      std::atomic<std::int64_t>& n;
+      ~Count() { n.fetch_add(1, std::memory_order_release); }
+    };
+    struct Finish {
+      std::atomic<bool>& f;
+      ~Finish() { f.store(true, std::memory_order_release); }
+    };
+    const auto run_task = [&](std::int64_t G, std::int64_t s, std::int64_t i) {
+      const Count count{done[z(G * n_subs + s)]};
+      attend(l, subs[z(s)], G * tasks_of(s) + i, G * tasks_of(s) + i + 1);
+    };
+    const auto all_started = [&] {
+      return std::all_of(started.begin(), started.end(), [](const std::atomic<bool>& b) {
+        return b.load(std::memory_order_acquire);
+      });
+    };
+    const auto spin = [](std::int64_t& n) {
+      posenc::detail::cpu_relax();
+      if (++n % 256 == 0) std::this_thread::yield();  // the thread waited on may share this core
+    };
+    parallel(groups, [&](std::int64_t G0, std::int64_t G1) {
+      for (std::int64_t G = G0; G < G1; ++G) {
+        started[z(G)].store(true, std::memory_order_release);
+        const Finish finish{finished[z(G)]};
+        for (std::int64_t s = 0; s < n_subs; ++s) {
+          const SubStep& sub = subs[z(s)];
+          std::int64_t n = 0;
+          if (s > 0) {
+            while (done[z(G * n_subs + s - 1)].load(std::memory_order_acquire) < tasks_of(s - 1))
+              spin(n);
+          }
+          if (sub.rerotate) {
+            detail::rerotate_rows({k_cache.data() + l * opt.capacity * KV + G * kvg * hd, KV,
+                                   size + sub.begin, kvg, hd, sub.c2, sub.s2});
+          }
+          rope_append(l, sub, sub.begin, sub.end, G * kvg, (G + 1) * kvg);
+          claim[z(G)].store(s << 32, std::memory_order_release);
+          for (std::int64_t i;
+               (i = index(claim[z(G)].fetch_add(1, std::memory_order_acq_rel))) < tasks_of(s);)
+            run_task(G, s, i);
+        }
+      }
+      // Help the owners of the other groups: take their published tasks; with none to take,
+      // wait for their next sub-step only once every group is started (else return to the
+      // pool, which may have a group for this thread).
+      for (std::int64_t G = 0; G < groups; ++G) {
+        if (!started[z(G)].load(std::memory_order_acquire)) continue;
+        for (std::int64_t n = 0; !finished[z(G)].load(std::memory_order_acquire);) {
+          std::int64_t word = claim[z(G)].load(std::memory_order_acquire);
+          const std::int64_t s = tag(word);
+          if (s == kNone || index(word) >= tasks_of(s)) {
+            if (s == n_subs - 1 || !all_started()) break;  // the last tasks are all taken
+            spin(n);
+            continue;
+          }
+          if (claim[z(G)].compare_exchange_weak(word, word + 1, std::memory_order_acq_rel))
+            run_task(G, s, index(word));
+        }
+      }
+    });
     if (!blocked.empty()) blocked[z(l)] = 0;
   }
 
@@ -361,9 +557,9 @@ void Session::State::step(std::span<const std::int32_t> tokens, float* logits,
   const Config& c = model->config();
   const Weights& w = model->weights();
   const std::int64_t m = static_cast<std::int64_t>(tokens.size());
-  const std::int64_t H = c.dim, I = c.hidden_dim, KV = c.kv_dim(), hd = c.head_dim(),
-                     V = c.vocab_size;
+  const std::int64_t H = c.dim, I = c.hidden_dim, KV = c.kv_dim(), V = c.vocab_size;
   const std::int64_t group = c.heads / c.kv_heads;
+  const std::int64_t tile = detail::attention_tile_tokens();
   const std::int64_t p0 = size;
 
   for (std::int64_t t = 0; t < m; ++t) {
@@ -399,72 +595,41 @@ void Session::State::step(std::span<const std::int32_t> tokens, float* logits,
     });
     profile.stop(kQkv);
 
-    // Sub-steps in order: layer l's cached keys are re-rotated to the sub-step's frequencies
-    // (from those of the sub-step before, as a forward pass in steps re-rotates them between
-    // steps), its tokens' q and k rotated with them and appended, and its tokens attend.
-    const Frequencies* cached = &freqs;  // the frequencies layer l's cached keys have now
-    for (SubStep& sub : subs) {
-      const std::int64_t ms = sub.end - sub.begin, ps = p0 + sub.begin, t0 = sub.begin;
-      if (sub.rerotate) {
-        profile.start();
-        rerotate_layer(l, *cached, sub, ps);
-        profile.stop(kRerotate);
-      }
-      cached = &sub.freqs;
-      const std::span<const std::int32_t> positions(all_positions.data() + ps, z(ms));
-      const float scale = static_cast<float>(sub.freqs.softmax_scale_multiplier /
-                                             std::sqrt(static_cast<double>(hd)));
+    const std::int64_t groups = layer_groups(subs);
+    if (groups > 0) {
       profile.start();
-      // By tokens (a token's rotation does not depend on the others rotated with it).
-      const std::int64_t rope_tasks = (ms + kRopeTaskTokens - 1) / kRopeTaskTokens;
-      parallel_if(rope_tasks > 1, rope_tasks, [&](std::int64_t r0, std::int64_t r1) {
-        const std::int64_t a = t0 + r0 * kRopeTaskTokens,
-                           b = std::min(sub.end, t0 + r1 * kRopeTaskTokens);
-        RopeArgs rope;
-        rope.q = TensorView::contiguous(q.data() + a * H, DType::kF32, b - a, c.heads, hd);
-        rope.k = TensorView::contiguous(k.data() + a * KV, DType::kF32, b - a, c.kv_heads, hd);
-        rope.positions = positions.subspan(z(a - t0), z(b - a));
-        apply_rope(sub.freqs, rope);
-        for (std::int64_t t = a; t < b; ++t) {
-          std::copy_n(k.data() + t * KV, KV, k_cache.data() + (l * opt.capacity + p0 + t) * KV);
-          std::copy_n(v.data() + t * KV, KV, v_cache.data() + (l * opt.capacity + p0 + t) * KV);
-        }
-      });
-
-      const bool decoding = ms <= detail::kPerQueryMaxTokens;
-      if (decoding) block_keys(l, ps + ms);
-
-      profile.stop(kRope);
-      profile.start();
-      // Attention: tasks are (head, tile of query tokens); decoding one token, (kv head): the
-      // group's query heads share the keys and values, and their sums interleave.
-      const std::int64_t tile = detail::attention_tile_tokens();
-      const std::int64_t tiles = (ms + tile - 1) / tile;
-      const bool by_group = ms == 1 && group <= detail::kPerQueryMaxTokens;
-      if (by_group) group_positions.assign(z(group), static_cast<std::int32_t>(ps));
-      parallel(by_group ? c.kv_heads : c.heads * tiles, [&](std::int64_t k0, std::int64_t k1) {
-        for (std::int64_t task = k0; task < k1; ++task) {
-          const std::int64_t h = by_group ? task * group : task / tiles;
-          const std::int64_t first = t0 + (by_group ? 0 : (task % tiles) * tile);
-          const std::int64_t g = h / group;
-          detail::AttentionArgs a;
-          a.q = q.data() + first * H + h * hd;
-          a.q_stride = by_group ? hd : H;
-          a.positions = by_group ? group_positions.data() : all_positions.data() + p0 + first;
-          a.tokens = by_group ? group : std::min(tile, sub.end - first);
-          a.k = k_cache.data() + l * opt.capacity * KV + g * hd;
-          a.k_stride = KV;
-          a.v = v_cache.data() + l * opt.capacity * KV + g * hd;
-          a.v_stride = KV;
-          if (decoding) a.k_blocks = key_blocks(l, g);
-          a.head_dim = hd;
-          a.scale = scale;
-          a.out = att.data() + first * H + h * hd;
-          a.out_stride = by_group ? hd : H;
-          detail::attend(a);
-        }
-      });
+      layer_by_groups(l, subs, groups);
       profile.stop(kAttention);
+    } else {
+      // Sub-steps in order: layer l's cached keys are re-rotated to the sub-step's frequencies
+      // (from those of the sub-step before, as a forward pass in steps re-rotates them between
+      // steps), its tokens' q and k rotated with them and appended, and its tokens attend.
+      const Frequencies* cached = &freqs;  // the frequencies layer l's cached keys have now
+      for (SubStep& sub : subs) {
+        const std::int64_t ms = sub.end - sub.begin, ps = p0 + sub.begin;
+        if (sub.rerotate) {
+          profile.start();
+          rerotate_layer(l, *cached, sub, ps);
+          profile.stop(kRerotate);
+        }
+        cached = &sub.freqs;
+        profile.start();
+        // By tokens (a token's rotation does not depend on the others rotated with it).
+        const std::int64_t rope_tasks = (ms + kRopeTaskTokens - 1) / kRopeTaskTokens;
+        parallel_if(rope_tasks > 1, rope_tasks, [&](std::int64_t r0, std::int64_t r1) {
+          rope_append(l, sub, sub.begin + r0 * kRopeTaskTokens,
+                      std::min(sub.end, sub.begin + r1 * kRopeTaskTokens), 0, c.kv_heads);
+        });
+        if (ms <= detail::kPerQueryMaxTokens) block_keys(l, ps + ms);
+        profile.stop(kRope);
+        profile.start();
+        // Attention: tasks are (head, tile of query tokens); decoding one token, (kv head): the
+        // group's query heads share the keys and values, and their sums interleave.
+        const bool by_group = ms == 1 && group <= detail::kPerQueryMaxTokens;
+        const std::int64_t tasks = by_group ? c.kv_heads : c.heads * ((ms + tile - 1) / tile);
+        parallel(tasks, [&](std::int64_t k0, std::int64_t k1) { attend(l, sub, k0, k1); });
+        profile.stop(kAttention);
+      }
     }
 
     profile.start();

@@ -12,6 +12,14 @@
 
 namespace posenc::detail {
 
+void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
 ThreadPool& ThreadPool::shared(int threads) {
   static ThreadPool pool;
   try {
@@ -64,14 +72,6 @@ namespace {
 // docs/eval.md (an inter-processor interrupt through the hypervisor). Measured there with two
 // tasks of 5 us each: 19 us a run with sleeping workers, 6-7 us with runs under 200 us apart.
 constexpr auto kSpin = std::chrono::microseconds(200);
-
-void cpu_relax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  asm volatile("yield");
-#endif
-}
 
 // Spins until done() or for kSpin, whichever comes first, yielding the core every few
 // microseconds, so that a thread it shares a core with (more runnable threads than cores:

@@ -19,6 +19,9 @@
 
 namespace posenc::detail {
 
+// One pause of a spin-wait loop (x86 `pause`, Arm `yield`).
+void cpu_relax();
+
 class ThreadPool {
  public:
   // The process-wide pool with run_threads(threads) - 1 workers (grown on demand, never shrunk;

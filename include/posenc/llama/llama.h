@@ -23,8 +23,9 @@
 // posenc::rerotate_keys' rows and bits), never recomputed; consecutive steps whose frequencies are
 // the same (every step up to L) run as one. Tokens run in batches of up to max(step, 256): the
 // projections and the feed-forward block over the whole batch, RoPE, the re-rotation and
-// attention step by step inside each layer, so the logits are those of the steps run one at a
-// time, bit for bit. Static methods run in steps of max(step, 256) tokens and do not
+// attention step by step inside each layer (on several threads in one region per layer, by
+// groups of kv heads, each thread running a group's steps in order), so the logits are those of
+// the steps run one at a time, bit for bit. Static methods run in steps of max(step, 256) tokens and do not
 // depend on how the tokens are split at all: on one SIMD target their logits are bit for bit the
 // same whatever the steps, the calls to forward() (prefill or one token at a time) and the number
 // of threads (every output element is computed by the same operations in the same order, only on
