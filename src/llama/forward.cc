@@ -174,9 +174,12 @@ struct Session::State {
   // Where kept rows live (kMaxKeptRowBytes reserved on first use; its huge pages spare about
   // 8,000 page faults of 13 us each at ctx 8192 on the guests of docs/eval.md).
   std::unique_ptr<posenc::detail::HugePageArena> row_arena;
+  std::int64_t kept_live_bytes = 0;  // of the kept_rows entries (the rest of the arena: dead)
   std::set<std::pair<std::int64_t, std::int64_t>> requested_rows;  // rows asked for once so far
   // Scratch, [step, ...] row-major.
-  std::vector<float> x, xb, q, k, v, att, hb, hb2;
+  // 64-byte aligned, so that groups of heads (layer_by_groups) write whole cache lines of q, k.
+  using Scratch = std::vector<float, posenc::detail::CacheLineAllocator<float>>;
+  Scratch x, xb, q, k, v, att, hb, hb2;
   Profile profile;
   std::int64_t tokens_run = 0;
 
@@ -246,6 +249,19 @@ struct Session::State {
     });
   }
 
+  // Before a batch's rows are looked up (never between them: a batch's sub-steps point into
+  // the arena): once the arena is over half spent and more of it is dead (rows replaced by
+  // longer ones or by other frequencies) than live, drop every kept row and start a new arena,
+  // so that a long-lived Session keeps keeping rows.
+  void compact_kept_rows() {
+    if (!row_arena || 2 * row_arena->used() < row_arena->capacity()) return;
+    const auto live = static_cast<std::size_t>(kept_live_bytes);
+    if (row_arena->used() - live <= live) return;
+    kept_rows.clear();
+    kept_live_bytes = 0;
+    row_arena.reset();
+  }
+
   // The rows of sub-step `sub`'s re-rotation of positions [0, count), from frequencies `from`:
   // kept ones (made now if new, extended if too short; below), while the row arena has room,
   // else the sub-step's own.
@@ -257,7 +273,8 @@ struct Session::State {
     auto it = kept_rows.find(key);
     if (it != kept_rows.end() &&
         !(same_angles(it->second.from, from) && same_angles(it->second.to, sub.freqs))) {
-      kept_rows.erase(it);  // other frequencies at these lengths (its arena bytes stay spent)
+      kept_live_bytes -= 8 * it->second.count * hd;  // other frequencies at these lengths
+      kept_rows.erase(it);
       it = kept_rows.end();
     }
     // Rows are kept from their first request on for a step of several tokens (the protocol's
@@ -283,6 +300,7 @@ struct Session::State {
         std::copy_n(e.c2, e.count * hd, c2);
         std::copy_n(e.s2, e.count * hd, s2);
         make_rows(from, sub.freqs, e.count, count, c2 + e.count * hd, s2 + e.count * hd);
+        kept_live_bytes += 8 * (count - e.count) * hd;
         e.c2 = c2, e.s2 = s2, e.count = count;
         it = kept_rows.find(key);
       }
@@ -419,6 +437,8 @@ struct Session::State {
   // done, its helpers' included. No thread waits on a group nobody has started (the pool may
   // hand it to that very thread next). Each output is computed by the same operations wherever
   // it runs: the bits of the sub-steps run one region each.
+  // Nothing inside the region may use the pool (apply_rope runs with its default 1 thread):
+  // ThreadPool::run is not reentrant.
   void layer_by_groups(std::int64_t l, std::span<const SubStep> subs, std::int64_t groups) {
     const Config& c = model->config();
     const std::int64_t KV = c.kv_dim(), hd = c.head_dim(), group = c.heads / c.kv_heads;
@@ -428,14 +448,21 @@ struct Session::State {
     const auto tasks_of = [&](std::int64_t s) {  // attention tasks of a group in sub-step s
       return kvg * group * ((subs[z(s)].end - subs[z(s)].begin + tile - 1) / tile);
     };
-    // claim[G]: (sub-step << 32) | next task; a sub-step is published once prepared.
+    // sync[G].claim: (sub-step << 32) | next task; a sub-step is published once prepared.
     constexpr std::int64_t kNone = -1;
     const auto tag = [](std::int64_t word) { return word >> 32; };
     const auto index = [](std::int64_t word) { return word & 0xffffffff; };
-    std::vector<std::atomic<std::int64_t>> claim(z(groups));
-    std::vector<std::atomic<std::int64_t>> done(z(groups * n_subs));
-    std::vector<std::atomic<bool>> started(z(groups)), finished(z(groups));
-    for (auto& a : claim) a.store(kNone * (std::int64_t{1} << 32), std::memory_order_relaxed);
+    // One cache line a group: an owner's counters are written at every task, and the other
+    // thread should not lose its line to them.
+    struct alignas(posenc::detail::kCacheLine) GroupSync {
+      std::atomic<std::int64_t> claim{kNone * (std::int64_t{1} << 32)};
+      std::atomic<bool> started{false}, finished{false};
+    };
+    struct alignas(posenc::detail::kCacheLine) Done {
+      std::atomic<std::int64_t> n{0};
+    };
+    std::vector<GroupSync> sync(z(groups));
+    std::vector<Done> done(z(groups * n_subs));  // tasks done, by (group, sub-step)
     // Counted done, and a group finished, even when what ran threw (the pool rethrows it after
     // the region): no thread then waits forever for it.
     struct Count {
@@ -447,12 +474,12 @@ struct Session::State {
       ~Finish() { f.store(true, std::memory_order_release); }
     };
     const auto run_task = [&](std::int64_t G, std::int64_t s, std::int64_t i) {
-      const Count count{done[z(G * n_subs + s)]};
+      const Count count{done[z(G * n_subs + s)].n};
       attend(l, subs[z(s)], G * tasks_of(s) + i, G * tasks_of(s) + i + 1);
     };
     const auto all_started = [&] {
-      return std::all_of(started.begin(), started.end(), [](const std::atomic<bool>& b) {
-        return b.load(std::memory_order_acquire);
+      return std::all_of(sync.begin(), sync.end(), [](const GroupSync& g) {
+        return g.started.load(std::memory_order_acquire);
       });
     };
     const auto spin = [](std::int64_t& n) {
@@ -461,13 +488,13 @@ struct Session::State {
     };
     parallel(groups, [&](std::int64_t G0, std::int64_t G1) {
       for (std::int64_t G = G0; G < G1; ++G) {
-        started[z(G)].store(true, std::memory_order_release);
-        const Finish finish{finished[z(G)]};
+        sync[z(G)].started.store(true, std::memory_order_release);
+        const Finish finish{sync[z(G)].finished};
         for (std::int64_t s = 0; s < n_subs; ++s) {
           const SubStep& sub = subs[z(s)];
           std::int64_t n = 0;
           if (s > 0) {
-            while (done[z(G * n_subs + s - 1)].load(std::memory_order_acquire) < tasks_of(s - 1))
+            while (done[z(G * n_subs + s - 1)].n.load(std::memory_order_acquire) < tasks_of(s - 1))
               spin(n);
           }
           if (sub.rerotate) {
@@ -475,9 +502,9 @@ struct Session::State {
                                    size + sub.begin, kvg, hd, sub.c2, sub.s2});
           }
           rope_append(l, sub, sub.begin, sub.end, G * kvg, (G + 1) * kvg);
-          claim[z(G)].store(s << 32, std::memory_order_release);
+          sync[z(G)].claim.store(s << 32, std::memory_order_release);
           for (std::int64_t i;
-               (i = index(claim[z(G)].fetch_add(1, std::memory_order_acq_rel))) < tasks_of(s);)
+               (i = index(sync[z(G)].claim.fetch_add(1, std::memory_order_acq_rel))) < tasks_of(s);)
             run_task(G, s, i);
         }
       }
@@ -485,16 +512,16 @@ struct Session::State {
       // wait for their next sub-step only once every group is started (else return to the
       // pool, which may have a group for this thread).
       for (std::int64_t G = 0; G < groups; ++G) {
-        if (!started[z(G)].load(std::memory_order_acquire)) continue;
-        for (std::int64_t n = 0; !finished[z(G)].load(std::memory_order_acquire);) {
-          std::int64_t word = claim[z(G)].load(std::memory_order_acquire);
+        if (!sync[z(G)].started.load(std::memory_order_acquire)) continue;
+        for (std::int64_t n = 0; !sync[z(G)].finished.load(std::memory_order_acquire);) {
+          std::int64_t word = sync[z(G)].claim.load(std::memory_order_acquire);
           const std::int64_t s = tag(word);
           if (s == kNone || index(word) >= tasks_of(s)) {
             if (s == n_subs - 1 || !all_started()) break;  // the last tasks are all taken
             spin(n);
             continue;
           }
-          if (claim[z(G)].compare_exchange_weak(word, word + 1, std::memory_order_acq_rel))
+          if (sync[z(G)].claim.compare_exchange_weak(word, word + 1, std::memory_order_acq_rel))
             run_task(G, s, index(word));
         }
       }
@@ -568,6 +595,7 @@ void Session::State::step(std::span<const std::int32_t> tokens, float* logits,
   }
   tokens_run += m;
   // The rows of each re-rotation, shared by all layers.
+  compact_kept_rows();
   const Frequencies* from = &freqs;
   for (SubStep& sub : subs) {
     if (sub.rerotate) {

@@ -27,6 +27,8 @@ class HugePageArena {
   std::size_t capacity() const { return capacity_; }
 
  private:
+  void* map_ = nullptr;  // the mapping; base_ is its first 2 MiB boundary
+  std::size_t mapped_ = 0;
   char* base_ = nullptr;
   std::size_t capacity_ = 0;
   std::size_t used_ = 0;
