@@ -10,8 +10,10 @@ bench/eval_speed.py's table cannot resolve a 10% difference on a shared machine:
 identical work spread by 10-20% there. This runs one process per method (POSENC_PROFILE=1, so the
 forward pass's own wall and CPU seconds are read, not the process's), each round every context
 and every method, the methods in an order rotated from round to round, and prints the median of
-the rounds per cell with the slowest method's fraction of the fastest (wall and CPU), and the load
-average before and after. Standard library only. A benchmark, not a test.
+the rounds per cell with the slowest method's fraction of the fastest (wall and CPU), then each
+method's time over the same round's time of the first method (which cancels the machine's drift
+between rounds), and the load average before and after. Standard library only. A benchmark, not a
+test.
 """
 import argparse
 import os
@@ -76,6 +78,22 @@ def main():
         cpu = [v[1] for v in med.values()]
         cells = " | ".join(f"{med[m][0]:.3f} / {med[m][1]:.3f}" for m in methods)
         print(f"| {ctx} | {cells} | {min(wall) / max(wall):.2f}, {min(cpu) / max(cpu):.2f} |")
+
+    # The guest's speed drifts between minutes more than methods differ: a method's time over
+    # the same round's time of the first method (seconds apart) cancels the drift.
+    base = methods[0]
+    print(f"\nForward pass wall time over the same round's {base}, median of {a.rounds} rounds "
+          f"(each round's ratios in brackets):\n")
+    print("| ctx | " + " | ".join(methods[1:]) + " | slowest / fastest |")
+    print("|---|" + "---:|" * len(methods))
+    for ctx in contexts:
+        ratios = {m: [s[0] / b[0] for s, b in zip(samples[(ctx, m)], samples[(ctx, base)])]
+                  for m in methods[1:]}
+        med = {m: statistics.median(r) for m, r in ratios.items()}
+        cells = " | ".join(f"{med[m]:.3f} [{', '.join(f'{x:.2f}' for x in ratios[m])}]"
+                           for m in methods[1:])
+        rel = [1.0] + list(med.values())
+        print(f"| {ctx} | {cells} | {min(rel) / max(rel):.2f} |")
 
 
 if __name__ == "__main__":
