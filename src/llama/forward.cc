@@ -26,21 +26,18 @@
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
-#include <map>
 #include <memory>
 #include <numeric>
-#include <set>
 #include <string>
-#include <thread>
 #include <utility>
 
+#include "llama/kept_rows.h"
 #include "llama/kernels.h"
 #include "posenc/core/error.h"
 #include "posenc/core/threads.h"
 #include "posenc/llama/llama.h"
 #include "posenc/rope/apply.h"
 #include "util/aligned_allocator.h"
-#include "util/huge_page_arena.h"
 #include "util/thread_pool.h"
 
 namespace posenc::llama {
@@ -74,12 +71,6 @@ constexpr std::int64_t kRerotateChunk = 128;
 // sub-step, kept from the first layer to the last) take at most this much; a batch stops
 // before a sub-step that would pass it (stories260K at ctx 8192: 512 KiB a sub-step).
 constexpr std::int64_t kMaxRerotationRowBytes = std::int64_t{64} << 20;
-// The rows a Session keeps for reuse (RowsEntry) take at most this much; past it rows are made
-// for one batch only. The protocol at ctx 8192 keeps 33 MiB (120 re-rotations a window, 4,352
-// positions each on average, 64 bytes a position), at 2048 2 MiB.
-constexpr std::int64_t kMaxKeptRowBytes = std::int64_t{64} << 20;
-// The (from, to) lengths remembered as asked for once (RowsEntry), before the set is cleared.
-constexpr std::size_t kMaxRequestedRows = 1 << 14;
 
 // x / sqrt(mean(x^2) + eps) * w, summed in float in order (llama2.c `rmsnorm`).
 void rmsnorm(float* out, const float* x, const float* w, std::int64_t n) {
@@ -121,15 +112,11 @@ struct Profile {
   }
 };
 
-bool same_angles(const Frequencies& a, const Frequencies& b) {
-  return a.inv_freq == b.inv_freq && a.attention_factor == b.attention_factor;
-}
-
 // Tokens [begin, end) of a batch with frequencies `freqs`. rerotate: the cached keys, positions
 // [0, batch start + begin), are re-rotated to `freqs` from the previous sub-step's frequencies
 // (the Session's for the first) before the sub-step runs, in each layer; `rows`: c2 and s2 then
-// point to detail::Rerotation's rows of those positions, [positions, head_dim] (a RowsEntry's,
-// or `own`'s), else each layer calls rerotate_keys.
+// point to detail::Rerotation's rows of those positions, [positions, head_dim] (kept ones,
+// detail::KeptRows', or `own`'s), else each layer calls rerotate_keys.
 struct SubStep {
   std::int64_t begin = 0, end = 0;
   Frequencies freqs;
@@ -138,17 +125,6 @@ struct SubStep {
   const float* c2 = nullptr;
   const float* s2 = nullptr;
   std::vector<float> own_c2, own_s2;
-};
-
-// One re-rotation's rows, kept by the Session across batches and reset(): every window of the
-// perplexity protocol re-rotates at the same lengths between the same frequencies, so its rows
-// are made twice per Session (the first window's in its own buffers) instead of once per window
-// (half the re-rotation's time at ctx 8192).
-struct RowsEntry {
-  Frequencies from, to;
-  std::int64_t count = 0;  // rows of positions [0, count)
-  float* c2 = nullptr;     // [count, head_dim] each, in the Session's row arena
-  float* s2 = nullptr;
 };
 
 }  // namespace
@@ -169,13 +145,7 @@ struct Session::State {
   std::vector<std::int64_t> blocked;
   std::vector<std::int32_t> all_positions;  // 0, 1, ..., capacity - 1
   std::vector<SubStep> sub_steps;           // the batch's (kept: their rows' buffers are reused)
-  // Rows kept for reuse, by (from.seq_len, to.seq_len) (checked against the angles on use).
-  std::map<std::pair<std::int64_t, std::int64_t>, RowsEntry> kept_rows;
-  // Where kept rows live (kMaxKeptRowBytes reserved on first use; its huge pages spare about
-  // 8,000 page faults of 13 us each at ctx 8192 on the guests of docs/eval.md).
-  std::unique_ptr<posenc::detail::HugePageArena> row_arena;
-  std::int64_t kept_live_bytes = 0;  // of the kept_rows entries (the rest of the arena: dead)
-  std::set<std::pair<std::int64_t, std::int64_t>> requested_rows;  // rows asked for once so far
+  detail::KeptRows kept_rows;               // re-rotation rows kept across batches and reset()
   // Scratch, [step, ...] row-major.
   // 64-byte aligned, so that groups of heads (layer_by_groups) write whole cache lines of q, k.
   using Scratch = std::vector<float, posenc::detail::CacheLineAllocator<float>>;
@@ -249,65 +219,20 @@ struct Session::State {
     });
   }
 
-  // Before a batch's rows are looked up (never between them: a batch's sub-steps point into
-  // the arena): once the arena is over half spent and more of it is dead (rows replaced by
-  // longer ones or by other frequencies) than live, drop every kept row and start a new arena,
-  // so that a long-lived Session keeps keeping rows.
-  void compact_kept_rows() {
-    if (!row_arena || 2 * row_arena->used() < row_arena->capacity()) return;
-    const auto live = static_cast<std::size_t>(kept_live_bytes);
-    if (row_arena->used() - live <= live) return;
-    kept_rows.clear();
-    kept_live_bytes = 0;
-    row_arena.reset();
-  }
-
   // The rows of sub-step `sub`'s re-rotation of positions [0, count), from frequencies `from`:
-  // kept ones (made now if new, extended if too short; below), while the row arena has room,
-  // else the sub-step's own.
+  // kept ones (detail::KeptRows) where they are to be kept and fit, else the sub-step's own.
   void rerotation_rows(SubStep& sub, const Frequencies& from, std::int64_t count) {
     const std::int64_t hd = model->config().head_dim();
     sub.rows = detail::Rerotation::applies(from, sub.freqs);
     if (!sub.rows) return;
-    const auto key = std::pair{from.seq_len, sub.freqs.seq_len};
-    auto it = kept_rows.find(key);
-    if (it != kept_rows.end() &&
-        !(same_angles(it->second.from, from) && same_angles(it->second.to, sub.freqs))) {
-      kept_live_bytes -= 8 * it->second.count * hd;  // other frequencies at these lengths
-      kept_rows.erase(it);
-      it = kept_rows.end();
-    }
-    // Rows are kept from their first request on for a step of several tokens (the protocol's
-    // windows ask for the same ones again), and from their second one for a decoded token: its
-    // re-rotation (a new length each token) is never asked for again, and keeping those cost
-    // arena space, and before the arena an allocation, its zeroing and its page faults per
-    // token (9% of a decoding run's samples in memset alone).
-    bool again = it != kept_rows.end() || sub.end - sub.begin > detail::kPerQueryMaxTokens;
-    if (!again) {
-      if (requested_rows.size() >= kMaxRequestedRows) requested_rows.clear();
-      again = !requested_rows.insert(key).second;
-    }
-    if (again && (it == kept_rows.end() || it->second.count < count)) {
-      if (!row_arena) {
-        row_arena = std::make_unique<posenc::detail::HugePageArena>(z(kMaxKeptRowBytes));
-      }
-      float* c2 = row_arena->floats(z(count * hd));
-      float* s2 = c2 ? row_arena->floats(z(count * hd)) : nullptr;
-      if (s2 != nullptr) {
-        RowsEntry& e = it == kept_rows.end() ? kept_rows[key] : it->second;
-        if (e.count == 0) e.from = from, e.to = sub.freqs;
-        // A longer request: the rows made before are copied (their old block stays spent).
-        std::copy_n(e.c2, e.count * hd, c2);
-        std::copy_n(e.s2, e.count * hd, s2);
-        make_rows(from, sub.freqs, e.count, count, c2 + e.count * hd, s2 + e.count * hd);
-        kept_live_bytes += 8 * (count - e.count) * hd;
-        e.c2 = c2, e.s2 = s2, e.count = count;
-        it = kept_rows.find(key);
-      }
-    }
-    if (again && it != kept_rows.end() && it->second.count >= count) {
-      sub.c2 = it->second.c2;
-      sub.s2 = it->second.s2;
+    const detail::RowPointers kept = kept_rows.find_or_make(
+        from, sub.freqs, count, hd, sub.end - sub.begin > detail::kPerQueryMaxTokens,
+        [&](std::int64_t p0, std::int64_t p1, float* c2, float* s2) {
+          make_rows(from, sub.freqs, p0, p1, c2, s2);
+        });
+    if (kept.c2 != nullptr) {
+      sub.c2 = kept.c2;
+      sub.s2 = kept.s2;
       return;
     }
     // Grown, never shrunk nor cleared: a row is written before it is read.
@@ -482,21 +407,16 @@ struct Session::State {
         return g.started.load(std::memory_order_acquire);
       });
     };
-    const auto spin = [](std::int64_t& n) {
-      posenc::detail::cpu_relax();
-      if (++n % 256 == 0) std::this_thread::yield();  // the thread waited on may share this core
-    };
     parallel(groups, [&](std::int64_t G0, std::int64_t G1) {
       for (std::int64_t G = G0; G < G1; ++G) {
         sync[z(G)].started.store(true, std::memory_order_release);
         const Finish finish{sync[z(G)].finished};
         for (std::int64_t s = 0; s < n_subs; ++s) {
           const SubStep& sub = subs[z(s)];
-          std::int64_t n = 0;
-          if (s > 0) {
-            while (done[z(G * n_subs + s - 1)].n.load(std::memory_order_acquire) < tasks_of(s - 1))
-              spin(n);
-          }
+          for (posenc::detail::Backoff wait;
+               s > 0 &&
+               done[z(G * n_subs + s - 1)].n.load(std::memory_order_acquire) < tasks_of(s - 1);)
+            wait.pause();
           if (sub.rerotate) {
             detail::rerotate_rows({k_cache.data() + l * opt.capacity * KV + G * kvg * hd, KV,
                                    size + sub.begin, kvg, hd, sub.c2, sub.s2});
@@ -513,12 +433,12 @@ struct Session::State {
       // pool, which may have a group for this thread).
       for (std::int64_t G = 0; G < groups; ++G) {
         if (!sync[z(G)].started.load(std::memory_order_acquire)) continue;
-        for (std::int64_t n = 0; !sync[z(G)].finished.load(std::memory_order_acquire);) {
+        for (posenc::detail::Backoff wait; !sync[z(G)].finished.load(std::memory_order_acquire);) {
           std::int64_t word = sync[z(G)].claim.load(std::memory_order_acquire);
           const std::int64_t s = tag(word);
           if (s == kNone || index(word) >= tasks_of(s)) {
             if (s == n_subs - 1 || !all_started()) break;  // the last tasks are all taken
-            spin(n);
+            wait.pause();
             continue;
           }
           if (sync[z(G)].claim.compare_exchange_weak(word, word + 1, std::memory_order_acq_rel))
@@ -595,7 +515,7 @@ void Session::State::step(std::span<const std::int32_t> tokens, float* logits,
   }
   tokens_run += m;
   // The rows of each re-rotation, shared by all layers.
-  compact_kept_rows();
+  kept_rows.compact();
   const Frequencies* from = &freqs;
   for (SubStep& sub : subs) {
     if (sub.rerotate) {
@@ -804,7 +724,7 @@ void Session::forward(std::span<const std::int32_t> tokens, std::span<float> log
       if (k1 - b0 > rows) break;
       Frequencies f = compute_frequencies(s.opt.rope, s.opt.numerics, before + k1);
       const Frequencies& last = used == 0 ? s.freqs : s.sub_steps[z(used - 1)].freqs;
-      const bool same = same_angles(f, last);
+      const bool same = detail::same_angles(f, last);
       if (used > 0 && same) {
         s.sub_steps[z(used - 1)].end = k1 - b0;
       } else {
