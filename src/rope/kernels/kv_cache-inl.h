@@ -237,6 +237,7 @@ HWY_INLINE void AppendK(KTag ktag, CTag ctag, const TokenKv& t) {
   for (std::int64_t h = 0; h < t.heads; ++h) {
     const K* hin = in + h * t.k_head_stride;
     C* hout = out + h * t.cache_head_stride;
+    PrefetchAhead(hin, t.head_dim);
     if (rotated == 0) {
       ConvertCopy(ktag, ctag, hin, hout, t.head_dim, ks);
       continue;
@@ -256,6 +257,7 @@ HWY_INLINE void AppendV(VTag vtag, CTag ctag, const TokenKv& t) {
   auto* out = static_cast<typename CTag::Storage*>(t.v_cache);
   const CacheScale vs{t.v_scale, t.v_inv_scale};
   for (std::int64_t h = 0; h < t.heads; ++h) {
+    PrefetchAhead(in + h * t.v_head_stride, t.head_dim);
     ConvertCopy(vtag, ctag, in + h * t.v_head_stride, out + h * t.cache_head_stride, t.head_dim,
                 vs);
   }

@@ -171,6 +171,7 @@ HWY_INLINE void RotateTyped(Tag tag, const TokenHeads& t) {
       for (std::int64_t h = 0; h < t.heads; ++h) {
         const T* hin = in + h * t.head_stride;
         T* hout = out + h * t.head_stride;
+        PrefetchAhead(hin, t.head_dim);
         CopyUnrotated(t, hin, hout);
         const std::int64_t n = t.pairs;
         const T* a = hin + t.offset;
@@ -190,6 +191,7 @@ HWY_INLINE void RotateTyped(Tag tag, const TokenHeads& t) {
   for (std::int64_t h = 0; h < t.heads; ++h) {
     const T* hin = in + h * t.head_stride;
     T* hout = out + h * t.head_stride;
+    PrefetchAhead(hin, t.head_dim);
     CopyUnrotated(t, hin, hout);
     if (t.layout == Layout::kHalfSplit) {
       RotateHalfSplit(tag, hin + t.offset, hout + t.offset, t.pairs, t.c, t.s);
