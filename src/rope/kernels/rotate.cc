@@ -151,11 +151,98 @@ HWY_INLINE void CopyUnrotated(const TokenHeads& t, const T* hin, T* hout) {
   std::memcpy(hout + end, hin + end, static_cast<std::size_t>(t.head_dim - end) * sizeof(T));
 }
 
+#if HWY_TARGET != HWY_SCALAR && !HWY_HAVE_SCALABLE
+// Half-split with n = kVecs * lanes pairs (head_dim 64, 128, 256 on AVX-512; 32, 64, 128 on
+// AVX2), the heads of one token: the row's kVecs vectors of c and of s are loaded once into
+// registers and serve every head, so a head costs only its own loads and stores, with no loop
+// over its vectors (the per-head loop of RotateHalfSplit runs 2 iterations at head_dim 128 and
+// spent half its loads on the row). Each element meets the same HalfSplitMath as in
+// RotateHalfSplit: the same bits. bf16 keeps the row deinterleaved (even / odd form, as
+// RotateHalfSplitBf16EvenOdd) so that a pair of vectors packs into one store.
+template <std::size_t kVecs, class Tag>
+HWY_INLINE void RotateHalfSplitHeadsInRegisters(Tag tag, const TokenHeads& t) {
+  using T = typename Tag::Storage;
+  const hn::ScalableTag<float> d;
+  constexpr std::size_t kLanes = hn::MaxLanes(d);
+  constexpr std::int64_t n = static_cast<std::int64_t>(kVecs * kLanes);
+  const T* in = static_cast<const T*>(t.in);
+  T* out = static_cast<T*>(t.out);
+  constexpr bool kBf16 = std::is_same_v<Tag, BF16Tag>;
+  hn::Vec<decltype(d)> vc[kVecs], vs[kVecs];
+  if constexpr (kBf16) {
+    alignas(64) float ce[n], se[n];
+    DeinterleaveRow(d, t.c, n, ce);
+    DeinterleaveRow(d, t.s, n, se);
+    for (std::size_t k = 0; k < kVecs; ++k) {
+      vc[k] = hn::Load(d, ce + k * kLanes);
+      vs[k] = hn::Load(d, se + k * kLanes);
+    }
+  } else {
+    for (std::size_t k = 0; k < kVecs; ++k) {
+      vc[k] = hn::LoadU(d, t.c + k * kLanes);
+      vs[k] = hn::LoadU(d, t.s + k * kLanes);
+    }
+  }
+  for (std::int64_t h = 0; h < t.heads; ++h) {
+    const T* hin = in + h * t.head_stride;
+    T* hout = out + h * t.head_stride;
+    PrefetchAhead(hin, t.head_dim);
+    CopyUnrotated(t, hin, hout);
+    const T* a = hin + t.offset;
+    T* y = hout + t.offset;
+#pragma GCC unroll 8
+    for (std::size_t k = 0; k < kVecs; k += 2) {
+      hn::Vec<decltype(d)> ya0, yb0, ya1, yb1;
+      if constexpr (kBf16) {
+        hn::Vec<decltype(d)> ae, ao, be, bo;
+        LoadBf16EvenOdd(d, a + k * kLanes, ae, ao);
+        LoadBf16EvenOdd(d, a + n + k * kLanes, be, bo);
+        HalfSplitMath(d, ae, be, vc[k], vs[k], ya0, yb0);
+        HalfSplitMath(d, ao, bo, vc[k + 1], vs[k + 1], ya1, yb1);
+        StoreBf16EvenOddResults(d, ya0, ya1, y + k * kLanes);
+        StoreBf16EvenOddResults(d, yb0, yb1, y + n + k * kLanes);
+      } else {
+        HalfSplitMath(d, LoadF32(tag, d, a + k * kLanes), LoadF32(tag, d, a + n + k * kLanes),
+                      vc[k], vs[k], ya0, yb0);
+        HalfSplitMath(d, LoadF32(tag, d, a + (k + 1) * kLanes),
+                      LoadF32(tag, d, a + n + (k + 1) * kLanes), vc[k + 1], vs[k + 1], ya1, yb1);
+        StoreResultsF32x2(tag, d, ya0, ya1, y + k * kLanes);
+        StoreResultsF32x2(tag, d, yb0, yb1, y + n + k * kLanes);
+      }
+    }
+  }
+}
+
+// Dispatches to RotateHalfSplitHeadsInRegisters where the row fits: returns false otherwise.
+template <class Tag>
+HWY_INLINE bool RotateHalfSplitFixed(Tag tag, const TokenHeads& t) {
+  const hn::ScalableTag<float> d;
+  constexpr auto kLanes = static_cast<std::int64_t>(hn::MaxLanes(d));
+  if (t.layout != Layout::kHalfSplit || t.pairs % kLanes != 0) return false;
+  switch (t.pairs / kLanes) {
+    case 2:
+      RotateHalfSplitHeadsInRegisters<2>(tag, t);
+      return true;
+    case 4:
+      RotateHalfSplitHeadsInRegisters<4>(tag, t);
+      return true;
+    case 8:
+      RotateHalfSplitHeadsInRegisters<8>(tag, t);
+      return true;
+    default:
+      return false;
+  }
+}
+#endif
+
 template <class Tag>
 HWY_INLINE void RotateTyped(Tag tag, const TokenHeads& t) {
   using T = typename Tag::Storage;
   const T* in = static_cast<const T*>(t.in);
   T* out = static_cast<T*>(t.out);
+#if HWY_TARGET != HWY_SCALAR && !HWY_HAVE_SCALABLE
+  if (RotateHalfSplitFixed(tag, t)) return;
+#endif
 #if HWY_TARGET != HWY_SCALAR
   if constexpr (std::is_same_v<Tag, BF16Tag>) {
     // bf16 half-split, several heads: deinterleave the row once per token (amortised over the
