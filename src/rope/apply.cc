@@ -119,9 +119,8 @@ int run(const RopeSpec& spec, const std::vector<Pass>& passes, std::int64_t toke
     std::vector<float> c2(interleaved ? static_cast<std::size_t>(2 * n) : 0), s2(c2.size());
     for (std::int64_t task = begin; task < end; ++task) {
       const std::int64_t t = task / splits, part = task % splits;
-      row(t, c.data(), s.data());
-      const auto [rc, rs] =
-          detail::kernel_row(spec.layout, sign, n, c.data(), s.data(), c2.data(), s2.data());
+      const auto [rc, rs] = detail::kernel_row(spec.layout, sign, n, row(t, c.data(), s.data()),
+                                               s.data(), c2.data(), s2.data());
       for (const Pass& p : passes) {
         const std::int64_t h0 = p.in->heads * part / splits, h1 = p.in->heads * (part + 1) / splits;
         if (h0 == h1) continue;
@@ -275,14 +274,10 @@ RowFn cos_sin_rows(const Frequencies& freqs, const Positions& positions, std::in
                                                                         float* s) {
     if (axes == 1) {
       const std::int64_t p = position_at(positions, t);
-      if (table && p >= 0 && p < table->positions()) {
-        const auto cr = table->cos_row(p), sr = table->sin_row(p);
-        std::copy(cr.begin(), cr.end(), c);
-        std::copy(sr.begin(), sr.end(), s);
-      } else {
-        computed(std::span<const std::int64_t>(&p, 1), c, s);
-      }
-      return;
+      if (table && p >= 0 && p < table->positions())
+        return detail::Row{table->cos_row(p).data(), table->sin_row(p).data()};
+      computed(std::span<const std::int64_t>(&p, 1), c, s);
+      return detail::Row{c, s};
     }
     std::int64_t ap[kMaxAxes];
     axis_positions(positions, axes, tokens, t, ap);
@@ -291,7 +286,7 @@ RowFn cos_sin_rows(const Frequencies& freqs, const Positions& positions, std::in
       inside = ap[a] >= 0 && ap[a] < table->positions();
     if (!inside) {
       computed(std::span<const std::int64_t>(ap, static_cast<std::size_t>(axes)), c, s);
-      return;
+      return detail::Row{c, s};
     }
     const float* cr[kMaxAxes];
     const float* sr[kMaxAxes];
@@ -303,6 +298,7 @@ RowFn cos_sin_rows(const Frequencies& freqs, const Positions& positions, std::in
       std::copy(cr[r.axis] + r.begin, cr[r.axis] + r.end, c + r.begin);
       std::copy(sr[r.axis] + r.begin, sr[r.axis] + r.end, s + r.begin);
     }
+    return detail::Row{c, s};
   };
 }
 
@@ -394,6 +390,7 @@ void rerotate_keys(const Frequencies& from, const Frequencies& to, const TensorV
         c[i] = static_cast<float>((cn[i] * co[i] + sn[i] * so[i]) / old_af2);
         s[i] = static_cast<float>((sn[i] * co[i] - cn[i] * so[i]) / old_af2);
       }
+      return detail::Row{c, s};
     };
   }
   run(a, {Pass{&k, &k}}, tokens, Direction::kForward, threads, row, "rerotate_keys");

@@ -311,9 +311,8 @@ int rope_append_kv_cache(const Frequencies& freqs, const KvCache& cache, const K
       const float* rc = nullptr;
       const float* rs = nullptr;
       if (args.rotate) {
-        row(t, c.data(), s.data());
-        std::tie(rc, rs) =
-            detail::kernel_row(spec.layout, 1.0f, n, c.data(), s.data(), c2.data(), s2.data());
+        std::tie(rc, rs) = detail::kernel_row(spec.layout, 1.0f, n, row(t, c.data(), s.data()),
+                                              s.data(), c2.data(), s2.data());
       }
       if (args.q) {
         const TensorView& q = *args.q;

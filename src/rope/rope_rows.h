@@ -15,8 +15,11 @@
 
 namespace posenc::detail {
 
-// The cos/sin row of token t (n = pair_count values each).
-using RowFn = std::function<void(std::int64_t token, float* c, float* s)>;
+// The cos/sin row of token t (n = pair_count values each): pointers to a table's rows where the
+// token's row is one (no copy: at head_dim 128 and 8 heads a row copy per token was a tenth of
+// the kernel's time), else c and s after filling them.
+using Row = std::pair<const float*, const float*>;
+using RowFn = std::function<Row(std::int64_t token, float* c, float* s)>;
 
 // `who: name: ...` errors when v does not fit `tokens` and the spec, or its strides overlap.
 void check_rope_view(const TensorView& v, const std::string& name, std::int64_t tokens,
@@ -36,10 +39,12 @@ void check_rope_table(const Frequencies& freqs, const CosSinTable* table, const 
 RowFn cos_sin_rows(const Frequencies& freqs, const Positions& positions, std::int64_t tokens,
                    const CosSinTable* table);
 
-// The row in the kernels' form (rope/kernels/rotate.h): half-split uses (c, s) with s negated for
-// the inverse; interleaved expands into c2, s2 (2n each). Returns the pointers to hand over.
-inline std::pair<const float*, const float*> kernel_row(Layout layout, float sign, std::int64_t n,
-                                                        float* c, float* s, float* c2, float* s2) {
+// The row in the kernels' form (rope/kernels/rotate.h): half-split uses (c, s) as they are, or
+// with s negated into s_neg for the inverse; interleaved expands into c2, s2 (2n each). s_neg may
+// be row.second's own buffer. Returns the pointers to hand over.
+inline Row kernel_row(Layout layout, float sign, std::int64_t n, Row row, float* s_neg, float* c2,
+                      float* s2) {
+  const auto [c, s] = row;
   if (layout == Layout::kInterleaved) {
     for (std::int64_t i = 0; i < n; ++i) {
       c2[2 * i] = c2[2 * i + 1] = c[i];
@@ -49,9 +54,10 @@ inline std::pair<const float*, const float*> kernel_row(Layout layout, float sig
     return {c2, s2};
   }
   if (sign < 0) {
-    for (std::int64_t i = 0; i < n; ++i) s[i] = -s[i];
+    for (std::int64_t i = 0; i < n; ++i) s_neg[i] = -s[i];
+    return {c, s_neg};
   }
-  return {c, s};
+  return row;
 }
 
 }  // namespace posenc::detail
