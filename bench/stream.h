@@ -1,7 +1,8 @@
 // bench/stream.h: the in-place streaming roofline of the benchmarks: every element of a buffer
-// read, scaled and written back in place, one SIMD pass (Highway, the RoPE kernels' targets and
-// their f16/bf16 lane conversions), in the buffer's own dtype. Any in-place op over the same bytes
-// (RoPE included) can at best match it; docs/benchmarks.md says why memcpy is not that bound.
+// read, scaled and written back in place, one SIMD pass (Highway, the RoPE kernels' targets,
+// their f16/bf16 lane conversions and their software prefetch), in the buffer's own dtype. Any
+// in-place op over the same bytes (RoPE included) can at best match it; docs/benchmarks.md says
+// why memcpy is not that bound.
 #pragma once
 
 #include <cstdint>

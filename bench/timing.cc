@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 namespace posenc::bench {
@@ -17,12 +18,10 @@ double time_calls(const std::function<void()>& fn, std::int64_t calls) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-}  // namespace
-
-double median_seconds_per_call(const std::function<void()>& fn, int repetitions,
-                               double min_sample_seconds) {
-  fn();  // warm-up: caches, page tables, the kernels' thread pool
-  // Grow the batch until one batch lasts min_sample_seconds; that batch is the first sample.
+// Calls per sample for fn: the batch grows until it lasts min_sample_seconds. Returns the calls
+// and the time of the last batch.
+std::pair<std::int64_t, double> calibrate(const std::function<void()>& fn,
+                                          double min_sample_seconds) {
   std::int64_t calls = 1;
   double elapsed = time_calls(fn, calls);
   while (elapsed < min_sample_seconds) {
@@ -32,13 +31,73 @@ double median_seconds_per_call(const std::function<void()>& fn, int repetitions,
         2 * calls, static_cast<std::int64_t>(std::min(wanted, 100.0 * static_cast<double>(calls))));
     elapsed = time_calls(fn, calls);
   }
+  return {calls, elapsed};
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t m = v.size() / 2;
+  return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
+}
+
+}  // namespace
+
+std::vector<double> median_seconds_interleaved(std::span<const std::function<void()>> fns,
+                                               int repetitions, double min_sample_seconds) {
+  std::vector<std::int64_t> calls;
+  std::vector<std::vector<double>> per_call(fns.size());
+  for (std::size_t f = 0; f < fns.size(); ++f) {
+    fns[f]();  // warm-up
+    const auto [n, elapsed] = calibrate(fns[f], min_sample_seconds);
+    calls.push_back(n);
+    per_call[f].push_back(elapsed / static_cast<double>(n));
+  }
+  for (int r = 1; r < repetitions; ++r) {
+    for (std::size_t f = 0; f < fns.size(); ++f)
+      per_call[f].push_back(time_calls(fns[f], calls[f]) / static_cast<double>(calls[f]));
+  }
+  std::vector<double> out;
+  for (auto& v : per_call) out.push_back(median(std::move(v)));
+  return out;
+}
+
+Timings measure_interleaved(const std::function<void()>& kernel, Workload& workload,
+                            int repetitions) {
+  const std::function<void()> fns[] = {kernel, [&] { workload.copy(); },
+                                       [&] { workload.rotate_scalar(); },
+                                       [&] { workload.stream(); }};
+  const std::vector<double> m = median_seconds_interleaved(fns, repetitions);
+  Timings t;
+  t.kernel_seconds = m[0];
+  t.baselines.memcpy_seconds = m[1];
+  t.baselines.scalar_seconds = m[2];
+  t.baselines.stream_seconds = m[3];
+  return t;
+}
+
+Timings measure_interleaved(const std::function<void()>& kernel, FusedWorkload& workload,
+                            int repetitions, int threads) {
+  const std::function<void()> fns[] = {kernel, [&] { workload.copy(); }, [&] { workload.stream(); },
+                                       [&] { workload.separate(threads); }};
+  const std::vector<double> m = median_seconds_interleaved(fns, repetitions);
+  Timings t;
+  t.kernel_seconds = m[0];
+  t.baselines.memcpy_seconds = m[1];
+  t.baselines.stream_seconds = m[2];
+  t.baselines.separate_seconds = m[3];
+  return t;
+}
+
+double median_seconds_per_call(const std::function<void()>& fn, int repetitions,
+                               double min_sample_seconds) {
+  fn();  // warm-up: caches, page tables, the kernels' thread pool
+  // Grow the batch until one batch lasts min_sample_seconds; that batch is the first sample.
+  const auto [calls, elapsed] = calibrate(fn, min_sample_seconds);
   std::vector<double> per_call{elapsed / static_cast<double>(calls)};
   while (static_cast<int>(per_call.size()) < repetitions) {
     per_call.push_back(time_calls(fn, calls) / static_cast<double>(calls));
   }
-  std::sort(per_call.begin(), per_call.end());
-  const std::size_t m = per_call.size() / 2;
-  return per_call.size() % 2 ? per_call[m] : 0.5 * (per_call[m - 1] + per_call[m]);
+  return median(std::move(per_call));
 }
 
 Baselines measure_baselines(Workload& workload, int repetitions) {

@@ -7,6 +7,8 @@
 #pragma once
 
 #include <functional>
+#include <span>
+#include <vector>
 
 #include "fused_workload.h"
 #include "workload.h"
@@ -21,6 +23,14 @@ inline constexpr double kMinSampleSeconds = 2e-3;
 double median_seconds_per_call(const std::function<void()>& fn, int repetitions,
                                double min_sample_seconds = kMinSampleSeconds);
 
+// Median seconds per call of each of fns, their samples taken in turn (a sample of fns[0], one of
+// fns[1], ..., then again), each batch sized for its own fn as above. On a shared machine whose
+// speed drifts over seconds, this slows or speeds every fn alike, so ratios of the medians compare
+// like with like; timed one after another, the kernel and its baselines met different minutes.
+std::vector<double> median_seconds_interleaved(std::span<const std::function<void()>> fns,
+                                               int repetitions,
+                                               double min_sample_seconds = kMinSampleSeconds);
+
 // The baselines of a workload, each timed as above, single-threaded.
 struct Baselines {
   double memcpy_seconds = 0;    // Workload::copy()
@@ -32,5 +42,15 @@ Baselines measure_baselines(Workload& workload, int repetitions);
 // A fused case's: memcpy and stream on one thread, rotate-then-copy on `threads` (like the fused
 // call it is compared with); scalar_seconds stays 0 (no scalar loop for the fused call).
 Baselines measure_baselines(FusedWorkload& workload, int repetitions, int threads);
+
+// The kernel and the baselines above, their samples interleaved (median_seconds_interleaved).
+struct Timings {
+  double kernel_seconds = 0;
+  Baselines baselines;
+};
+Timings measure_interleaved(const std::function<void()>& kernel, Workload& workload,
+                            int repetitions);
+Timings measure_interleaved(const std::function<void()>& kernel, FusedWorkload& workload,
+                            int repetitions, int threads);
 
 }  // namespace posenc::bench

@@ -1,7 +1,8 @@
 // `posenc bench`: the benchmark cases of posenc_bench (bench/cases.h) timed with a plain loop,
 // for a quick look without Google Benchmark. Every time is the median of --repetitions samples
-// (bench/timing.h): the kernel's, then a memcpy's, a scalar loop's and the in-place streaming
-// roofline's (bench/stream.h) on the same buffers.
+// (bench/timing.h) of the kernel, a memcpy, a scalar loop and the in-place streaming roofline
+// (bench/stream.h) on the same buffers, their samples taken in turn so that the ratios compare
+// times from the same seconds of a noisy machine.
 #include <algorithm>
 #include <cstdint>
 #include <iostream>
@@ -113,7 +114,8 @@ nlohmann::json to_json(const Result& r, const std::string& target, int repetitio
 
 void print_table(const std::vector<Result>& results, const std::string& target, int repetitions) {
   fmt::print(
-      "SIMD target {}; median of {} repetitions; bytes = tensor read + written once (fused: q "
+      "SIMD target {}; median of {} repetitions, kernel and baselines sampled in turn; bytes = "
+      "tensor read + written once (fused: q "
       "read\n"
       "and written, k and v read, their cache rows written); ratios = single-threaded baseline "
       "time\n"
@@ -161,8 +163,10 @@ Result run_fused(const bench::Case& c, std::unique_ptr<bench::FusedWorkload>& fw
         "bench: {}: the fused cache differs from rotate-then-copy's in {} bytes", c.name, differ));
   }
   r.threads_used = fw->fused(c.threads);
-  r.seconds = bench::median_seconds_per_call([&] { fw->fused(c.threads); }, repetitions);
-  r.baselines = bench::measure_baselines(*fw, repetitions, c.threads);
+  const bench::Timings t =
+      bench::measure_interleaved([&] { fw->fused(c.threads); }, *fw, repetitions, c.threads);
+  r.seconds = t.kernel_seconds;
+  r.baselines = t.baselines;
   return r;
 }
 
@@ -192,9 +196,10 @@ void run_bench(const BenchOptions& o) {
           fmt::format("bench: {}: the kernel and the scalar loop differ by {:g} (tolerance {:g})",
                       c.name, r.max_difference, w->tolerance()));
     }
-    r.seconds =
-        bench::median_seconds_per_call([&] { w->rotate(c.table, c.threads); }, o.repetitions);
-    r.baselines = bench::measure_baselines(*w, o.repetitions);
+    const bench::Timings t =
+        bench::measure_interleaved([&] { w->rotate(c.table, c.threads); }, *w, o.repetitions);
+    r.seconds = t.kernel_seconds;
+    r.baselines = t.baselines;
     results.push_back(std::move(r));
     print_progress(results.back(), results.size(), cases.size());
   }
