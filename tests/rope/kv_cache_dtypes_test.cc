@@ -36,6 +36,49 @@ namespace {
 // The harness, with its using-declarations (CacheDType, DType, error_of, Names, HasSubstr, ...).
 using namespace posenc_test::kv_cache;  // NOLINT(google-build-using-namespace)
 
+// A cache of v's own dtype holds v's bits, whatever they are: signaling NaNs (which a widening
+// and narrowing round trip would quiet), subnormals, infinities, random bits; on every target, in
+// full vectors and tails (head_dim 37).
+TEST(KvCache, SameDtypeCacheCopiesTheBitsOfV) {
+  const std::int64_t d = 37, tokens = 5;
+  const auto count = static_cast<std::size_t>(d * tokens);
+  std::mt19937 rng(41);
+  std::uniform_int_distribution<std::uint32_t> bits;
+  const std::pair<DType, CacheDType> kinds[] = {{DType::kF32, CacheDType::kF32},
+                                                {DType::kF16, CacheDType::kF16},
+                                                {DType::kBF16, CacheDType::kBF16}};
+  for (const auto& [dtype, cache_dtype] : kinds) {
+    const std::size_t es = posenc::dtype_size(dtype);
+    std::vector<std::uint8_t> v(count * es);
+    for (std::size_t i = 0; i < count; ++i) {
+      std::uint32_t b = bits(rng);
+      if (i % 3 == 0) {  // signaling NaNs: exponent all ones, quiet bit clear, payload non-zero
+        b = dtype == DType::kF32   ? 0x7F800001u | (b & 0x803FFFFEu)
+            : dtype == DType::kF16 ? 0x7C01u | (b & 0x81FEu)
+                                   : 0x7F81u | (b & 0x803Eu);
+      }
+      std::memcpy(&v[i * es], &b, es);  // little-endian: the low bytes
+    }
+    posenc_test::ForEachTarget([&](const std::string& target) {
+      // head_dim 37, 36 of them rotated (k); v is copied whole.
+      const posenc::Frequencies f =
+          posenc::compute_frequencies(posenc::testing::Spec(d, d - 1, 0, Layout::kHalfSplit));
+      std::vector<std::uint8_t> k(count * es, 0), kc(count * es), vc(count * es);
+      posenc::KvCache cache = posenc::KvCache::contiguous(kc.data(), vc.data(), cache_dtype,
+                                                          KvCacheLayout::kVllm, tokens, 1, 1, d);
+      std::vector<std::int64_t> pos(static_cast<std::size_t>(tokens), 0), slots(pos.size());
+      std::iota(slots.begin(), slots.end(), 0);
+      posenc::KvAppendArgs a;
+      a.k = posenc::TensorView::contiguous(k.data(), dtype, tokens, 1, d);
+      a.v = posenc::TensorView::contiguous(v.data(), dtype, tokens, 1, d);
+      a.positions = std::span<const std::int64_t>(pos);
+      a.slot_mapping = slots;
+      posenc::rope_append_kv_cache(f, cache, a);
+      EXPECT_EQ(vc, v) << target << " " << posenc::dtype_name(dtype);
+    });
+  }
+}
+
 // fp8 e4m3 through the fused call's value path: every float32 value class against the reference,
 // on every target (each lane position: values run through full vectors and tails).
 TEST(KvCache, Fp8E4M3ConversionMatchesReference) {

@@ -15,7 +15,8 @@
 //   the append is (kv_indptr[b + 1] - kv_indptr[b] - 1) * page_size + kv_last_page_len[b] long.
 //
 // What lands in the cache is, bit for bit, apply_rope's k (rounded to k's dtype) and v, each then
-// converted to the cache dtype: f32/f16/bf16 round to nearest even; fp8 e4m3 (OCP E4M3, torch's
+// converted to the cache dtype: a cache of the value's own dtype gets its bits as they are
+// (signaling NaNs included); otherwise f32/f16/bf16 round to nearest even; fp8 e4m3 (OCP E4M3, torch's
 // float8_e4m3fn bits) stores value / scale rounded to nearest even, saturated to +-448 (infinities
 // too), NaN kept NaN. Everything is validated before anything is written.
 #pragma once

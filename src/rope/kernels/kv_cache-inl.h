@@ -23,6 +23,7 @@
 #include <hwy/highway.h>
 
 #include <cstdint>
+#include <cstring>
 #include <type_traits>
 
 #include "rope/kernels/half-inl.h"
@@ -143,6 +144,13 @@ HWY_INLINE void EmitK2(KTag ktag, CTag ctag, D d, hn::Vec<D> y0, hn::Vec<D> y1,
 template <class InTag, class CTag>
 HWY_NOINLINE void ConvertCopy(InTag itag, CTag ctag, const typename InTag::Storage* in,
                               typename CTag::Storage* out, std::int64_t count, CacheScale scale) {
+  if constexpr (std::is_same_v<InTag, CTag>) {
+    // The cache's own dtype (the scale is fp8's only): a copy of the bits. Widening and rounding
+    // back gives the same value, but costs two conversions per lane and would quiet a signaling
+    // NaN, which a plain copy keeps.
+    std::memcpy(out, in, static_cast<std::size_t>(count) * sizeof(*in));
+    return;
+  }
   std::int64_t i = 0;
 #if POSENC_KV_CACHE_FULL_VECTORS
   const hn::ScalableTag<float> d;
