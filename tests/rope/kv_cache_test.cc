@@ -135,6 +135,43 @@ TEST(KvCache, EveryPositionFormMethodTableAndThreads) {
   }
 }
 
+// Appends that write 4 MiB of cache or more (a prefill) store the cache rows with streaming
+// stores (kv_cache.cc's kStreamCacheBytes): the same bits as apply_rope followed by a copy, on
+// every target. Rows of 72 elements (288 or 144 bytes: not whole 64-byte lines) in pages padded
+// by 3 elements, so the rows start at every alignment and the copy's unaligned ends run too;
+// partial rotary (64 of 72 dims from dim 4), packed qkv rows, both layouts, 1 and 2 threads.
+TEST(KvCache, LargeAppendsWithStreamingStoresGiveTheSameBits) {
+  std::mt19937 rng(29);
+  const std::pair<DType, CacheDType> kinds[] = {{DType::kF32, CacheDType::kF32},
+                                                {DType::kF16, CacheDType::kF16},
+                                                {DType::kBF16, CacheDType::kFp8E4M3},
+                                                {DType::kF32, CacheDType::kBF16}};
+  posenc_test::ForEachTarget([&](const std::string& target) {
+    for (const auto& [dtype, cache_dtype] : kinds) {
+      for (KvCacheLayout layout : kLayouts) {
+        Case c;
+        c.spec = posenc::testing::Spec(72, 64, 4, Layout::kHalfSplit);
+        c.dtype = c.v_dtype = dtype;
+        c.cache_dtype = cache_dtype;
+        c.layout = layout;
+        c.q_heads = 1;
+        c.kv_heads = 2;
+        c.packed = true;
+        c.page_pad = 3;
+        // 2 (k, v) x 2 heads x 72 elements per token: at least 4 MiB over the call.
+        const std::int64_t row_bytes = 2 * 2 * 72 * posenc::cache_dtype_size(cache_dtype);
+        c.tokens = ((std::int64_t{4} << 20) + row_bytes - 1) / row_bytes;
+        c.threads = dtype == DType::kF16 ? 2 : 1;
+        if (cache_dtype == CacheDType::kFp8E4M3) {
+          c.k_scale = 0.5f;  // a power of two (multiply) and another scale (divide)
+          c.v_scale = 3.0f;
+        }
+        CheckCase(c, rng, target + " " + Name(c) + " " + std::to_string(c.tokens) + " tokens");
+      }
+    }
+  });
+}
+
 // A valid count above the hardware threads runs on hardware_threads() of them (threads.h); the
 // return value says how many ran.
 TEST(KvCache, ThreadCountsAboveTheHardwareAreCappedToIt) {

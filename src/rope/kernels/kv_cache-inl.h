@@ -22,6 +22,8 @@
 
 #include <hwy/highway.h>
 
+#include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
@@ -233,6 +235,42 @@ HWY_NOINLINE void RotateKHead(KTag ktag, CTag ctag, const typename KTag::Storage
   }
 }
 
+// `bytes` from src to dst: the whole vectors of dst's aligned span with non-temporal stores
+// (Stream), the unaligned ends with a plain copy. A streaming store writes a whole line without
+// reading it first; a plain store to a line not in the cache reads it in (write-allocate), which
+// for a prefill's cache rows is a third stream of reads nobody needs.
+HWY_INLINE void StreamBytes(const void* src, void* dst, std::size_t bytes) {
+  const auto* in = static_cast<const std::uint8_t*>(src);
+  auto* out = static_cast<std::uint8_t*>(dst);
+  std::size_t i = 0;
+#if POSENC_KV_CACHE_FULL_VECTORS
+  const hn::ScalableTag<std::uint8_t> d;
+  const std::size_t lanes = hn::Lanes(d);
+  const std::size_t head =
+      std::min(bytes, (lanes - reinterpret_cast<std::uintptr_t>(out) % lanes) % lanes);
+  std::memcpy(out, in, head);
+  for (i = head; i + lanes <= bytes; i += lanes) hn::Stream(hn::LoadU(d, in + i), d, out + i);
+#endif
+  std::memcpy(out + i, in + i, bytes - i);
+}
+
+// Where a head's cache row is made: the row itself, or with stream_cache a buffer on the stack
+// that Flush streams out to it.
+template <class C>
+struct CacheRow {
+  CacheRow(const TokenKv& t, C* cache_row)
+      : row(cache_row),
+        staged(t.stream_cache &&
+               static_cast<std::size_t>(t.head_dim) * sizeof(C) <= kMaxStagedRowBytes) {}
+  C* target() { return staged ? buffer : row; }
+  void Flush(std::int64_t count) {
+    if (staged) StreamBytes(buffer, row, static_cast<std::size_t>(count) * sizeof(C));
+  }
+  C* row;
+  bool staged;
+  alignas(64) C buffer[kMaxStagedRowBytes / sizeof(C)];
+};
+
 template <class KTag, class CTag>
 HWY_INLINE void AppendK(KTag ktag, CTag ctag, const TokenKv& t) {
   using K = typename KTag::Storage;
@@ -244,18 +282,20 @@ HWY_INLINE void AppendK(KTag ktag, CTag ctag, const TokenKv& t) {
   const CacheScale ks{t.k_scale, t.k_inv_scale};
   for (std::int64_t h = 0; h < t.heads; ++h) {
     const K* hin = in + h * t.k_head_stride;
-    C* hout = out + h * t.cache_head_stride;
+    CacheRow<C> row(t, out + h * t.cache_head_stride);
+    C* hout = row.target();
     PrefetchAhead(hin, t.head_dim);
     if (rotated == 0) {
       ConvertCopy(ktag, ctag, hin, hout, t.head_dim, ks);
-      continue;
+    } else {
+      // The unrotated dims (partial rotary) around the rotated ones; usually none.
+      if (t.offset > 0) ConvertCopy(ktag, ctag, hin, hout, t.offset, ks);
+      const std::int64_t end = t.offset + rotated;
+      if (end < t.head_dim) ConvertCopy(ktag, ctag, hin + end, hout + end, t.head_dim - end, ks);
+      RotateKHead(ktag, ctag, hin + t.offset,
+                  back ? back + h * t.k_head_stride + t.offset : nullptr, hout + t.offset, t);
     }
-    // The unrotated dims (partial rotary) around the rotated ones; usually none.
-    if (t.offset > 0) ConvertCopy(ktag, ctag, hin, hout, t.offset, ks);
-    const std::int64_t end = t.offset + rotated;
-    if (end < t.head_dim) ConvertCopy(ktag, ctag, hin + end, hout + end, t.head_dim - end, ks);
-    RotateKHead(ktag, ctag, hin + t.offset, back ? back + h * t.k_head_stride + t.offset : nullptr,
-                hout + t.offset, t);
+    row.Flush(t.head_dim);
   }
 }
 
@@ -265,9 +305,18 @@ HWY_INLINE void AppendV(VTag vtag, CTag ctag, const TokenKv& t) {
   auto* out = static_cast<typename CTag::Storage*>(t.v_cache);
   const CacheScale vs{t.v_scale, t.v_inv_scale};
   for (std::int64_t h = 0; h < t.heads; ++h) {
-    PrefetchAhead(in + h * t.v_head_stride, t.head_dim);
-    ConvertCopy(vtag, ctag, in + h * t.v_head_stride, out + h * t.cache_head_stride, t.head_dim,
-                vs);
+    const auto* hin = in + h * t.v_head_stride;
+    PrefetchAhead(hin, t.head_dim);
+    if constexpr (std::is_same_v<VTag, CTag>) {
+      if (t.stream_cache) {  // the bits as they are (ConvertCopy's same-dtype case), streamed
+        StreamBytes(hin, out + h * t.cache_head_stride,
+                    static_cast<std::size_t>(t.head_dim) * sizeof(*hin));
+        continue;
+      }
+    }
+    CacheRow<typename CTag::Storage> row(t, out + h * t.cache_head_stride);
+    ConvertCopy(vtag, ctag, hin, row.target(), t.head_dim, vs);
+    row.Flush(t.head_dim);
   }
 }
 

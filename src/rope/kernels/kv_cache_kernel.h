@@ -35,7 +35,16 @@ struct TokenKv {
   float v_scale = 1.0f;
   float k_inv_scale = 0.0f;  // exact_inverse(k_scale): nonzero, the kernel multiplies by it
   float v_inv_scale = 0.0f;
+  // Write the cache rows with non-temporal (streaming) stores: each row is made in a buffer on
+  // the stack and then copied out by whole aligned vectors that bypass the caches. The caller
+  // sets it for large appends (a prefill) and calls hwy::FlushStream() (sfence) once it is done
+  // and before anything else may read the cache, since streaming stores are weakly ordered.
+  bool stream_cache = false;
 };
+
+// Rows (head_dim x cache element size) up to this many bytes are staged for streaming stores;
+// longer ones are written directly.
+inline constexpr std::size_t kMaxStagedRowBytes = 4096;
 
 // The fp8 cache's storage tag (half.h's tags for the others): OCP E4M3 (torch float8_e4m3fn) bits.
 struct Fp8Tag {
