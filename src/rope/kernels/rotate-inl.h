@@ -37,15 +37,17 @@ HWY_INLINE hn::Vec<D> InterleavedMath(D, hn::Vec<D> x, hn::Vec<D> partner, hn::V
 }
 
 // Software prefetch of the cache lines kPrefetchAhead bytes past [p, p + count): the rows a
-// kernel walks next, when they continue in memory after this one (token-major tensors, cache
-// pages). The rotation touches a head's lines out of order (a pair's two dims are n apart, so a
-// head of 8 lines is read 0 1 4 5 2 3 6 7), which the hardware's stream prefetchers follow late
-// on a tensor that lives in DRAM: measured on a Sapphire-Rapids-class Xeon, 64 MiB f32 in place,
-// the rotation without this ran at 0.67-0.83 of the in-place stream, with it at 1.0-1.06, for any
-// distance from 2 to 8 KiB (docs/benchmarks.md). A prefetch never faults, so an address past the
-// end of the tensor costs a wasted line at most; the address is formed as an integer for that
-// reason (no pointer arithmetic beyond the object).
-inline constexpr std::size_t kPrefetchAhead = 4096;
+// kernel walks next, when they continue in memory after this one (token-major tensors, packed
+// qkv rows). The rotation touches a head's lines out of order (a pair's two dims are n apart, so
+// a head of 8 lines is read 0 1 4 5 2 3 6 7), which the hardware's stream prefetchers follow late
+// on a tensor that lives in DRAM: measured on a Sapphire-Rapids-class Xeon with a standalone loop
+// over 64 MiB f32 in place, the rotation ran at 0.67-0.83 of the in-place stream without it and
+// at 1.0-1.06 with it, for any distance from 2 to 8 KiB. 8 KiB because the fused kernel's token
+// rows are long (Llama 2 7B f16: 24 KiB of q, k and v), where it measured about 5% above 4 KiB;
+// the plain rotation did not move. A prefetch never faults, so an address past the end of the
+// tensor costs a wasted line at most; the address is formed as an integer for that reason (no
+// pointer arithmetic beyond the object).
+inline constexpr std::size_t kPrefetchAhead = 8192;
 
 template <class T>
 HWY_INLINE void PrefetchAhead(const T* p, std::int64_t count) {
