@@ -9,6 +9,7 @@
 
 #include <type_traits>
 
+#include "rope/kernels/avx512_bf16.h"
 #include "rope/kernels/half-inl.h"
 #include "rope/kernels/rotate-inl.h"
 #include "stream.h"
@@ -25,6 +26,12 @@ HWY_INLINE void ScaleTyped(Tag tag, typename Tag::Storage* x, std::int64_t count
   const auto lanes = static_cast<std::int64_t>(hn::Lanes(d));
   const auto vs = hn::Set(d, scale);
   std::int64_t i = 0;
+#if HWY_TARGET == HWY_AVX3
+  // The kernels' AVX-512 BF16 rounding where they use it (rope/kernels/avx512_bf16.h).
+  if constexpr (std::is_same_v<Tag, detail::BF16Tag>) {
+    if (detail::scale_bf16_avx512_bf16(x, count, scale)) return;
+  }
+#endif
 #if HWY_TARGET != HWY_SCALAR
   if constexpr (std::is_same_v<Tag, detail::BF16Tag>) {  // the kernel's even/odd bf16 form
     for (; i + 2 * lanes <= count; i += 2 * lanes) {

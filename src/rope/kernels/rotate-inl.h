@@ -16,6 +16,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "rope/kernels/rotate.h"
+
 HWY_BEFORE_NAMESPACE();
 namespace posenc::detail {
 namespace HWY_NAMESPACE {
@@ -36,7 +38,7 @@ HWY_INLINE hn::Vec<D> InterleavedMath(D, hn::Vec<D> x, hn::Vec<D> partner, hn::V
   return hn::MulAdd(x, c2, hn::Mul(partner, s2));
 }
 
-// Software prefetch of the cache lines kPrefetchAhead bytes past [p, p + count): the rows a
+// Software prefetch of the cache lines kPrefetchAhead (rotate.h) bytes past [p, p + count): the rows a
 // kernel walks next, when they continue in memory after this one (token-major tensors, packed
 // qkv rows). The rotation touches a head's lines out of order (a pair's two dims are n apart, so
 // a head of 8 lines is read 0 1 4 5 2 3 6 7), which the hardware's stream prefetchers follow late
@@ -47,8 +49,6 @@ HWY_INLINE hn::Vec<D> InterleavedMath(D, hn::Vec<D> x, hn::Vec<D> partner, hn::V
 // the plain rotation did not move. A prefetch never faults, so an address past the end of the
 // tensor costs a wasted line at most; the address is formed as an integer for that reason (no
 // pointer arithmetic beyond the object).
-inline constexpr std::size_t kPrefetchAhead = 8192;
-
 template <class T>
 HWY_INLINE void PrefetchAhead(const T* p, std::int64_t count) {
   const std::uintptr_t begin = reinterpret_cast<std::uintptr_t>(p) + kPrefetchAhead;

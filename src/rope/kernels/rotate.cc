@@ -15,6 +15,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "rope/kernels/avx512_bf16.h"
 #include "rope/kernels/half-inl.h"
 #include "rope/kernels/rotate-inl.h"
 #include "rope/kernels/rotate.h"
@@ -240,6 +241,12 @@ HWY_INLINE void RotateTyped(Tag tag, const TokenHeads& t) {
   using T = typename Tag::Storage;
   const T* in = static_cast<const T*>(t.in);
   T* out = static_cast<T*>(t.out);
+#if HWY_TARGET == HWY_AVX3
+  // bf16 rows in registers with AVX-512 BF16's rounding, where the CPU has it (avx512_bf16.h).
+  if constexpr (std::is_same_v<Tag, BF16Tag>) {
+    if (rotate_bf16_heads_avx512_bf16(t)) return;
+  }
+#endif
 #if HWY_TARGET != HWY_SCALAR && !HWY_HAVE_SCALABLE
   if (RotateHalfSplitFixed(tag, t)) return;
 #endif

@@ -12,6 +12,7 @@
 // heads x head_dim elements it rotates.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include "posenc/core/spec.h"
@@ -33,6 +34,10 @@ struct TokenHeads {
   const float* c = nullptr;
   const float* s = nullptr;
 };
+
+// How far ahead of the head being rotated the kernels prefetch (rotate-inl.h's PrefetchAhead says
+// why and what was measured).
+inline constexpr std::size_t kPrefetchAhead = 8192;
 
 // Runs on the best SIMD target this CPU supports (or the forced one, targets.h).
 void rotate_token_heads(const TokenHeads& args);

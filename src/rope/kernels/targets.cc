@@ -16,6 +16,7 @@
 #include <hwy/targets.h>
 
 #include "posenc/core/error.h"
+#include "rope/kernels/avx512_bf16.h"
 #include "rope/kernels/rotate.h"
 
 namespace posenc {
@@ -50,6 +51,19 @@ std::int64_t cpu_targets() {
   return mask;
 }
 
+// AVX3 with the AVX-512 BF16 extension (avx512_bf16.h) is listed and forced as a target of its
+// own, named here; forcing "AVX3" runs the AVX3 code without the extension.
+constexpr const char* kAvx3Bf16 = "AVX3_BF16";
+
+bool is_avx3(std::int64_t target) {
+#if HWY_ARCH_X86
+  return target == HWY_AVX3;
+#else
+  (void)target;
+  return false;
+#endif
+}
+
 }  // namespace
 
 namespace detail {
@@ -71,31 +85,45 @@ void ensure_simd_target_from_env() {
 }  // namespace detail
 
 std::vector<SimdTarget> simd_targets() {
-  detail::ensure_simd_target_from_env();
-  const std::string active = detail::active_target_name();
+  const std::string active = active_simd_target();
   std::vector<SimdTarget> out;
   for (std::int64_t t : compiled_targets()) {
-    out.push_back({hwy::TargetName(t), (cpu_targets() & t) != 0, active == hwy::TargetName(t)});
+    const bool supported = (cpu_targets() & t) != 0;
+    if (is_avx3(t)) {
+      out.push_back({kAvx3Bf16, supported && detail::avx512_bf16_supported(), active == kAvx3Bf16});
+    }
+    out.push_back({hwy::TargetName(t), supported, active == hwy::TargetName(t)});
   }
   return out;
 }
 
 std::string active_simd_target() {
   detail::ensure_simd_target_from_env();
-  return detail::active_target_name();
+  const std::string name = detail::active_target_name();
+  return name == "AVX3" && detail::avx512_bf16_enabled() ? kAvx3Bf16 : name;
 }
 
 void force_simd_target(const std::string& name) {
   const std::int64_t cpu = cpu_targets();
   if (name.empty()) {
     hwy::DisableTargets(0);
+    detail::set_avx512_bf16_enabled(true);
     return;
   }
   std::string known;
   for (std::int64_t t : compiled_targets()) {
     if ((cpu & t) == 0) continue;
+    if (is_avx3(t) && detail::avx512_bf16_supported()) {
+      if (same_name(name, kAvx3Bf16)) {
+        hwy::DisableTargets(~t);
+        detail::set_avx512_bf16_enabled(true);
+        return;
+      }
+      known += (known.empty() ? "" : ", ") + std::string(kAvx3Bf16);
+    }
     if (same_name(name, hwy::TargetName(t))) {
       hwy::DisableTargets(~t);
+      detail::set_avx512_bf16_enabled(false);
       return;
     }
     known += (known.empty() ? "" : ", ") + std::string(hwy::TargetName(t));

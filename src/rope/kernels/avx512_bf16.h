@@ -1,0 +1,41 @@
+// src/rope/kernels/avx512_bf16.h: the AVX-512 BF16 extension of the AVX3 target (internal).
+//
+// Highway 1.0.3 (Debian 12) has no target or op for AVX-512 BF16, whose VCVTNE2PS2BF16 rounds
+// 32 floats to bf16 in one instruction; rounding in integer lanes (half-inl.h) costs about 6 ops
+// per 16 lanes. This file adds that instruction where it is the rotation's bottleneck: bf16
+// half-split rows of 2, 4 or 8 vectors of 16 pairs (head_dim 64, 128, 256), the case
+// rotate.cc keeps in registers, and the benchmarks' in-place stream in bf16 (its roofline).
+//
+// Bits: VCVTNE2PS2BF16 rounds to nearest even and quiets NaNs exactly as half.h's
+// bf16_from_f32 does, for every float32 input except subnormals, which it flushes to zero
+// (checked against the software rounding on all 2^32 inputs on a Sapphire-Rapids-class Xeon;
+// tests compare the AVX3_BF16 target with the others bit for bit). A vector holding a subnormal
+// result therefore takes the software rounding; rotation results are almost never subnormal.
+//
+// It is listed and forced like a Highway target, as "AVX3_BF16" (targets.h): the default where
+// the CPU has AVX-512 BF16; forcing "AVX3" runs the AVX3 code without it, so both are tested.
+#pragma once
+
+#include <cstdint>
+
+#include "rope/kernels/rotate.h"
+
+namespace posenc::detail {
+
+// Whether this build has the extension (x86-64, GCC or clang) and the CPU supports AVX-512 BF16
+// (with AVX-512 F, BW, VL, DQ).
+bool avx512_bf16_supported();
+
+// Whether the kernels use it now: supported, and not switched off by forcing another target.
+bool avx512_bf16_enabled();
+void set_avx512_bf16_enabled(bool on);  // targets.cc; on only where supported
+
+// rotate_token_heads for a bf16, half-split t with 32, 64 or 128 pairs, when avx512_bf16_enabled();
+// returns false (nothing done) for anything else. Call it from the AVX3 target's code only.
+bool rotate_bf16_heads_avx512_bf16(const TokenHeads& t);
+
+// x[i] <- bf16(x[i] * scale) in place for i in [0, count) (the bf16 pass of the benchmarks'
+// stream roofline, bench/stream.cc), when avx512_bf16_enabled(); false (nothing done) otherwise.
+bool scale_bf16_avx512_bf16(std::uint16_t* x, std::int64_t count, float scale);
+
+}  // namespace posenc::detail
