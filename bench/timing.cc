@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <initializer_list>
 #include <utility>
 #include <vector>
 
@@ -61,31 +62,39 @@ std::vector<double> median_seconds_interleaved(std::span<const std::function<voi
   return out;
 }
 
+namespace {
+
+// fns[0] (the kernel) and the baselines after it, sampled in turn; fields[i] gets fns[i + 1]'s
+// median.
+Timings sample_in_turn(std::span<const std::function<void()>> fns,
+                       std::initializer_list<double Baselines::*> fields, int repetitions) {
+  const std::vector<double> m = median_seconds_interleaved(fns, repetitions);
+  Timings t;
+  t.kernel_seconds = m[0];
+  std::size_t i = 1;
+  for (double Baselines::*field : fields) t.baselines.*field = m[i++];
+  return t;
+}
+
+}  // namespace
+
 Timings measure_interleaved(const std::function<void()>& kernel, Workload& workload,
                             int repetitions) {
   const std::function<void()> fns[] = {kernel, [&] { workload.copy(); },
                                        [&] { workload.rotate_scalar(); },
                                        [&] { workload.stream(); }};
-  const std::vector<double> m = median_seconds_interleaved(fns, repetitions);
-  Timings t;
-  t.kernel_seconds = m[0];
-  t.baselines.memcpy_seconds = m[1];
-  t.baselines.scalar_seconds = m[2];
-  t.baselines.stream_seconds = m[3];
-  return t;
+  return sample_in_turn(
+      fns, {&Baselines::memcpy_seconds, &Baselines::scalar_seconds, &Baselines::stream_seconds},
+      repetitions);
 }
 
 Timings measure_interleaved(const std::function<void()>& kernel, FusedWorkload& workload,
                             int repetitions, int threads) {
   const std::function<void()> fns[] = {kernel, [&] { workload.copy(); }, [&] { workload.stream(); },
                                        [&] { workload.separate(threads); }};
-  const std::vector<double> m = median_seconds_interleaved(fns, repetitions);
-  Timings t;
-  t.kernel_seconds = m[0];
-  t.baselines.memcpy_seconds = m[1];
-  t.baselines.stream_seconds = m[2];
-  t.baselines.separate_seconds = m[3];
-  return t;
+  return sample_in_turn(
+      fns, {&Baselines::memcpy_seconds, &Baselines::stream_seconds, &Baselines::separate_seconds},
+      repetitions);
 }
 
 double median_seconds_per_call(const std::function<void()>& fn, int repetitions,
