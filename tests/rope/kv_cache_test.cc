@@ -135,6 +135,34 @@ TEST(KvCache, EveryPositionFormMethodTableAndThreads) {
   }
 }
 
+// Full half-split rotary at head_dim 64, 128 and 256 into a cache of k's own dtype takes the
+// kernel's rows-in-registers path (2, 4 or 8 vectors of pairs, depending on the target): with k
+// kept and k rotated in place, packed qkv rows and padded pages, on every target.
+TEST(KvCache, RowsInRegistersKeyInPlaceAndPackedRows) {
+  std::mt19937 rng(31);
+  const std::pair<DType, CacheDType> kinds[] = {{DType::kF32, CacheDType::kF32},
+                                                {DType::kF16, CacheDType::kF16},
+                                                {DType::kBF16, CacheDType::kBF16}};
+  posenc_test::ForEachTarget([&](const std::string& target) {
+    for (const auto& [dtype, cache_dtype] : kinds) {
+      for (std::int64_t head_dim : {64, 128, 256}) {
+        for (bool in_place : {false, true}) {
+          Case c;
+          c.spec = posenc::testing::Spec(head_dim, head_dim, 0, Layout::kHalfSplit);
+          c.dtype = c.v_dtype = dtype;
+          c.cache_dtype = cache_dtype;
+          c.q_heads = 3;
+          c.kv_heads = 3;
+          c.packed = true;
+          c.page_pad = 7;
+          c.k_in_place = in_place;
+          CheckCase(c, rng, target + " " + Name(c) + (in_place ? " k in place" : ""));
+        }
+      }
+    }
+  });
+}
+
 // Appends that write 4 MiB of cache or more (a prefill) store the cache rows with streaming
 // stores (kv_cache.cc's kStreamCacheBytes): the same bits as apply_rope followed by a copy, on
 // every target. Rows of 72 elements (288 or 144 bytes: not whole 64-byte lines) in pages padded

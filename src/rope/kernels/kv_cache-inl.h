@@ -271,8 +271,76 @@ struct CacheRow {
   alignas(64) C buffer[kMaxStagedRowBytes / sizeof(C)];
 };
 
+#if POSENC_KV_CACHE_FULL_VECTORS && !HWY_HAVE_SCALABLE
+// k into a cache of its own dtype, full half-split rotary of n = kVecs * lanes pairs (head_dim
+// 64/128/256 on AVX-512, 32/64/128 on AVX2): rotate.cc's rows in registers, loaded once for all
+// of the token's heads. Per element the operations of RotateKHead's two-vector body (the same
+// HalfSplitMath, EmitK2's same-dtype stores): the same bits.
+template <std::size_t kVecs, class Tag>
+HWY_NOINLINE void AppendKRowInRegisters(Tag tag, const TokenKv& t) {
+  using T = typename Tag::Storage;
+  const hn::ScalableTag<float> d;
+  constexpr std::size_t kLanes = hn::MaxLanes(d);
+  constexpr auto n = static_cast<std::int64_t>(kVecs * kLanes);
+  const T* in = static_cast<const T*>(t.k);
+  T* back = static_cast<T*>(t.k_back);
+  T* out = static_cast<T*>(t.k_cache);
+  hn::Vec<decltype(d)> vc[kVecs], vs[kVecs];
+  for (std::size_t k = 0; k < kVecs; ++k) {
+    vc[k] = hn::LoadU(d, t.c + k * kLanes);
+    vs[k] = hn::LoadU(d, t.s + k * kLanes);
+  }
+  for (std::int64_t h = 0; h < t.heads; ++h) {
+    const T* a = in + h * t.k_head_stride;
+    T* ab = back ? back + h * t.k_head_stride : nullptr;
+    CacheRow<T> row(t, out + h * t.cache_head_stride);
+    T* y = row.target();
+    PrefetchAhead(a, t.head_dim);
+#pragma GCC unroll 8
+    for (std::size_t k = 0; k < kVecs; k += 2) {
+      const std::size_t i = k * kLanes;
+      hn::Vec<decltype(d)> ya0, yb0, ya1, yb1;
+      HalfSplitMath(d, LoadF32(tag, d, a + i), LoadF32(tag, d, a + n + i), vc[k], vs[k], ya0, yb0);
+      HalfSplitMath(d, LoadF32(tag, d, a + i + kLanes), LoadF32(tag, d, a + n + i + kLanes),
+                    vc[k + 1], vs[k + 1], ya1, yb1);
+      EmitK2(tag, tag, d, ya0, ya1, ab ? ab + i : nullptr, y + i, CacheScale{});
+      EmitK2(tag, tag, d, yb0, yb1, ab ? ab + n + i : nullptr, y + n + i, CacheScale{});
+    }
+    row.Flush(t.head_dim);
+  }
+}
+
+// AppendKRowInRegisters where it applies; false otherwise.
+template <class Tag>
+HWY_INLINE bool AppendKFixed(Tag tag, const TokenKv& t) {
+  const hn::ScalableTag<float> d;
+  constexpr auto kLanes = static_cast<std::int64_t>(hn::MaxLanes(d));
+  if (t.layout != Layout::kHalfSplit || t.offset != 0 || t.head_dim != 2 * t.pairs ||
+      t.pairs % kLanes != 0)
+    return false;
+  switch (t.pairs / kLanes) {
+    case 2:
+      AppendKRowInRegisters<2>(tag, t);
+      return true;
+    case 4:
+      AppendKRowInRegisters<4>(tag, t);
+      return true;
+    case 8:
+      AppendKRowInRegisters<8>(tag, t);
+      return true;
+    default:
+      return false;
+  }
+}
+#endif
+
 template <class KTag, class CTag>
 HWY_INLINE void AppendK(KTag ktag, CTag ctag, const TokenKv& t) {
+#if POSENC_KV_CACHE_FULL_VECTORS && !HWY_HAVE_SCALABLE
+  if constexpr (std::is_same_v<KTag, CTag>) {
+    if (AppendKFixed(ktag, t)) return;
+  }
+#endif
   using K = typename KTag::Storage;
   using C = typename CTag::Storage;
   const K* in = static_cast<const K*>(t.k);
