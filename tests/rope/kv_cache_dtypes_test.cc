@@ -47,7 +47,10 @@ TEST(KvCache, SameDtypeCacheCopiesTheBitsOfV) {
   const std::pair<DType, CacheDType> kinds[] = {{DType::kF32, CacheDType::kF32},
                                                 {DType::kF16, CacheDType::kF16},
                                                 {DType::kBF16, CacheDType::kBF16}};
-  for (const auto& [dtype, cache_dtype] : kinds) {
+  for (const auto& kind : kinds) {
+    // Named copies, not structured bindings: clang 14 cannot capture those in the lambda below.
+    const DType dtype = kind.first;
+    const CacheDType cache_dtype = kind.second;
     const std::size_t es = posenc::dtype_size(dtype);
     std::vector<std::uint8_t> v(count * es);
     for (std::size_t i = 0; i < count; ++i) {
