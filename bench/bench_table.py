@@ -2,12 +2,15 @@
 """Runs `posenc bench --json` over every case and prints docs/benchmarks.md's results table.
 
 Usage (from the repository root, after a release build):
-    python3 bench/bench_table.py [--posenc build/release/cli/posenc] [--repetitions 5]
+    python3 bench/bench_table.py [--posenc build/release/cli/posenc] [--repetitions 5] [--runs 1]
         [--filter REGEX] [--threads 1,2] [--json-out run.json]
 
 One table, one row per case: the median time of --repetitions samples, GB/s, the ratios to the
 in-place stream, memcpy and the scalar loop measured in the same process, and for the fused cases
-the speed-up over rotate-then-copy. The header says what ran where: the commit, the SIMD target,
+the speed-up over rotate-then-copy. With --runs N > 1 `posenc bench` runs N times, one process
+after another: each number is then the median of the N runs' medians, and a column gives the
+range of ratio_to_stream over the runs (on a shared machine the cases larger than the L3 move
+between runs more than within one). The header says what ran where: the commit, the SIMD target,
 the load average (/proc/loadavg) before and after, and the command. Standard library only.
 """
 import argparse
@@ -65,17 +68,48 @@ def fmt_ratio(value):
     return f"{value:.2f}" if abs(value) >= 0.05 else f"{value:.2g}"
 
 
-def table(records):
-    lines = ["| case | time | GB/s | ratio_to_stream | ratio_to_memcpy | ratio_to_scalar | "
-             "speedup_over_separate | threads used |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|"]
+def table(records, ranges=None):
+    """records: one dict per case; ranges: case name -> (min, max) of ratio_to_stream, or None."""
+    head = ("| case | time | GB/s | ratio_to_stream | " +
+            ("ratio_to_stream over the runs | " if ranges else "") +
+            "ratio_to_memcpy | ratio_to_scalar | speedup_over_separate | threads used |")
+    lines = [head, "|---|" + "---:|" * (head.count("|") - 2)]
     for r in records:
+        spread = ""
+        if ranges:
+            lo, hi = ranges[r["name"]]
+            spread = f"{fmt_ratio(lo)}-{fmt_ratio(hi)} | "
         lines.append(
             f"| {r['name']} | {fmt_time(r['seconds_median'])} | {fmt_ratio(r['bytes_per_second'] / 1e9)} | "
-            f"{fmt_ratio(r.get('ratio_to_stream'))} | {fmt_ratio(r.get('ratio_to_memcpy'))} | "
+            f"{fmt_ratio(r.get('ratio_to_stream'))} | {spread}{fmt_ratio(r.get('ratio_to_memcpy'))} | "
             f"{fmt_ratio(r.get('ratio_to_scalar'))} | "
             f"{fmt_ratio(r.get('speedup_over_separate'))} | {r.get('threads_used', '-')} |")
     return "\n".join(lines)
+
+
+def median(values):
+    v = sorted(values)
+    m = len(v) // 2
+    return v[m] if len(v) % 2 else 0.5 * (v[m - 1] + v[m])
+
+
+def combine(runs):
+    """The runs' records merged case by case: every number the median over the runs."""
+    fields = ["seconds_median", "bytes_per_second", "ratio_to_stream", "ratio_to_memcpy",
+              "ratio_to_scalar", "speedup_over_separate"]
+    merged, ranges = [], {}
+    for i, first in enumerate(runs[0]):
+        same = [run[i] for run in runs]
+        if any(r["name"] != first["name"] for r in same):
+            sys.exit("bench_table: the runs listed different cases")
+        out = dict(first)
+        for f in fields:
+            values = [r.get(f) for r in same]
+            out[f] = None if any(v is None for v in values) else median(values)
+        stream = [r["ratio_to_stream"] for r in same]
+        ranges[first["name"]] = (min(stream), max(stream))
+        merged.append(out)
+    return merged, ranges
 
 
 def main():
@@ -84,12 +118,17 @@ def main():
                         help="the posenc binary (default: %(default)s)")
     parser.add_argument("--repetitions", type=int, default=5,
                         help="samples per timing, each number is their median (default: 5)")
+    parser.add_argument("--runs", type=int, default=1,
+                        help="posenc bench processes, one after another; each number is the "
+                        "median over them (default: 1)")
     parser.add_argument("--filter", default="", help="regular expression on case names")
     parser.add_argument("--threads", default="1,2", help="thread counts (default: 1,2)")
     parser.add_argument("--json-out", help="also write the raw records here")
     args = parser.parse_args()
     if args.repetitions < 1:
         parser.error(f"--repetitions ({args.repetitions}) must be at least 1")
+    if args.runs < 1:
+        parser.error(f"--runs ({args.runs}) must be at least 1")
     if not os.access(args.posenc, os.X_OK):
         parser.error(f"--posenc: {args.posenc} is not an executable (build first: "
                      "cmake --preset release && cmake --build build/release)")
@@ -101,29 +140,40 @@ def main():
     before = load_average()
     started = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
     t0 = time.monotonic()
-    run = subprocess.run(command, capture_output=True, text=True)
+    runs = []
+    for k in range(args.runs):
+        if args.runs > 1:
+            sys.stderr.write(f"bench_table: run {k + 1} of {args.runs}\n")
+        run = subprocess.run(command, capture_output=True, text=True)
+        if run.returncode != 0:
+            sys.stderr.write(run.stderr)
+            sys.exit(f"bench_table: {' '.join(command)} exited with {run.returncode}")
+        runs.append(json.loads(run.stdout))
     elapsed = time.monotonic() - t0
     after = load_average()
-    if run.returncode != 0:
-        sys.stderr.write(run.stderr)
-        sys.exit(f"bench_table: {' '.join(command)} exited with {run.returncode}")
-    records = json.loads(run.stdout)
+    records, ranges = combine(runs) if args.runs > 1 else (runs[0], None)
     if args.json_out:
         with open(args.json_out, "w", encoding="utf-8") as f:
             json.dump({"command": command, "load_before": before, "load_after": after,
-                       "records": records}, f, indent=1)
+                       "records": records, "runs": runs}, f, indent=1)
     targets = sorted({r.get("target", "?") for r in records})
     print(f"Measured {started} at commit {commit()} on {os.cpu_count()} cores of {cpu_model()}, "
           f"kernels on {', '.join(targets)}; load average (1, 5, 15 min) {before} before and "
-          f"{after} after the {elapsed:.0f} s run. Command:\n")
+          f"{after} after the {elapsed:.0f} s " +
+          ("run" if args.runs == 1 else f"of {args.runs} runs") + ". Command:\n")
     print("```sh")
     print("python3 bench/bench_table.py --repetitions " + str(args.repetitions) +
+          (f" --runs {args.runs}" if args.runs > 1 else "") +
           (f" --filter '{args.filter}'" if args.filter else "") +
           (f" --threads {args.threads}" if args.threads != "1,2" else ""))
     print("# runs: " + " ".join(command))
     print("```\n")
-    print(f"Medians of {args.repetitions} samples per number.\n")
-    print(table(records))
+    if args.runs > 1:
+        print(f"Each number the median over {args.runs} runs of the median of "
+              f"{args.repetitions} samples.\n")
+    else:
+        print(f"Medians of {args.repetitions} samples per number.\n")
+    print(table(records, ranges))
 
 
 if __name__ == "__main__":
