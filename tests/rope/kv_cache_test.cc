@@ -249,4 +249,43 @@ TEST(KvCache, WithoutRotationKIsCopiedAsGiven) {
               HasSubstr("q is set but rotate is false"));
 }
 
+// An unrotated append of 4 MiB or more into a cache of k's own dtype streams k's and v's bits
+// as they are (both layouts, every target; rows of 72 f16 at every alignment).
+TEST(KvCache, WithoutRotationLargeAppendsCopyTheBits) {
+  std::mt19937 rng(23);
+  posenc_test::ForEachTarget([&](const std::string& target) {
+    for (KvCacheLayout layout : kLayouts) {
+      Case c;
+      c.spec = posenc::testing::Spec(72, 64, 4, Layout::kHalfSplit);
+      c.dtype = c.v_dtype = DType::kF16;
+      c.cache_dtype = CacheDType::kF16;
+      c.layout = layout;
+      c.kv_heads = 2;
+      c.page_pad = 3;
+      c.tokens = ((std::int64_t{4} << 20) + 2 * 2 * 72 * 2 - 1) / (2 * 2 * 72 * 2);
+      Inputs s = Make(c, rng);
+      posenc::KvAppendArgs a = s.args(c);
+      a.q.reset();
+      a.rotate = false;
+      a.positions = std::span<const std::int64_t>();
+      posenc::rope_append_kv_cache(s.freqs, s.cache, a);
+      int differ = 0;
+      for (std::int64_t t = 0; t < c.tokens && differ == 0; ++t) {
+        const auto [page, entry] = s.cells[static_cast<std::size_t>(t)];
+        for (std::int64_t h = 0; h < c.kv_heads; ++h) {
+          const std::int64_t cell = 2 * (page * s.cache.page_stride + entry * s.cache.entry_stride +
+                                         h * s.cache.head_stride);
+          for (const auto& [view, cache] :
+               {std::pair{&s.k, &s.key_cache}, std::pair{&s.v, &s.value_cache}}) {
+            const auto* from = static_cast<const std::uint8_t*>(view->data) +
+                               2 * (t * view->token_stride + h * view->head_stride);
+            differ += std::memcmp(cache->data() + cell, from, 2 * 72) != 0;
+          }
+        }
+      }
+      EXPECT_EQ(differ, 0) << target << " " << kv_cache_layout_name(layout);
+    }
+  });
+}
+
 }  // namespace

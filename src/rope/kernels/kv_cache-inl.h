@@ -350,6 +350,14 @@ HWY_INLINE void AppendK(KTag ktag, CTag ctag, const TokenKv& t) {
   const CacheScale ks{t.k_scale, t.k_inv_scale};
   for (std::int64_t h = 0; h < t.heads; ++h) {
     const K* hin = in + h * t.k_head_stride;
+    if constexpr (std::is_same_v<KTag, CTag>) {
+      if (rotated == 0 && t.stream_cache) {  // k as given, its bits streamed (as AppendV's v)
+        PrefetchAhead(hin, t.head_dim);
+        StreamBytes(hin, out + h * t.cache_head_stride,
+                    static_cast<std::size_t>(t.head_dim) * sizeof(*hin));
+        continue;
+      }
+    }
     CacheRow<C> row(t, out + h * t.cache_head_stride);
     C* hout = row.target();
     PrefetchAhead(hin, t.head_dim);
