@@ -43,7 +43,8 @@ Baselines measure_baselines(Workload& workload, int repetitions);
 // call it is compared with); scalar_seconds stays 0 (no scalar loop for the fused call).
 Baselines measure_baselines(FusedWorkload& workload, int repetitions, int threads);
 
-// The kernel and the baselines above, their samples interleaved (median_seconds_interleaved).
+// The kernel and the baselines above, their samples interleaved (median_seconds_interleaved),
+// except the scalar loop's, timed after them on its own (timing.cc says why).
 struct Timings {
   double kernel_seconds = 0;
   Baselines baselines;
