@@ -45,15 +45,14 @@ double median(std::vector<double> v) {
 
 std::vector<double> median_seconds_interleaved(std::span<const std::function<void()>> fns,
                                                int repetitions, double min_sample_seconds) {
+  // Batch sizes first; the calibration batches are not samples (each followed another function).
   std::vector<std::int64_t> calls;
   std::vector<std::vector<double>> per_call(fns.size());
   for (std::size_t f = 0; f < fns.size(); ++f) {
     fns[f]();  // warm-up
-    const auto [n, elapsed] = calibrate(fns[f], min_sample_seconds);
-    calls.push_back(n);
-    per_call[f].push_back(elapsed / static_cast<double>(n));
+    calls.push_back(calibrate(fns[f], min_sample_seconds).first);
   }
-  for (int r = 1; r < repetitions; ++r) {
+  for (int r = 0; r < repetitions; ++r) {
     for (std::size_t f = 0; f < fns.size(); ++f) {
       // One untimed call first, so that each sample starts from the caches its own function
       // leaves (as in a loop of it), not from what the previous function left behind.

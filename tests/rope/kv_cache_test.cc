@@ -216,6 +216,17 @@ TEST(KvCache, ThreadCountsAboveTheHardwareAreCappedToIt) {
   CheckCase(c, rng, Name(c) + " kMaxThreads");
 }
 
+// An unrotated append (rotate = false, no q, no positions) of the case's k and v; returns its
+// arguments.
+posenc::KvAppendArgs AppendUnrotated(const Case& c, Inputs& s) {
+  posenc::KvAppendArgs a = s.args(c);
+  a.q.reset();
+  a.rotate = false;
+  a.positions = std::span<const std::int64_t>();
+  posenc::rope_append_kv_cache(s.freqs, s.cache, a);
+  return a;
+}
+
 // Unrotated append (rotate = false): k is copied as given, q is not accepted.
 TEST(KvCache, WithoutRotationKIsCopiedAsGiven) {
   std::mt19937 rng(17);
@@ -223,11 +234,7 @@ TEST(KvCache, WithoutRotationKIsCopiedAsGiven) {
   c.spec = posenc::testing::Spec(16, 16, 0, Layout::kHalfSplit);
   c.cache_dtype = CacheDType::kF16;
   Inputs s = Make(c, rng);
-  posenc::KvAppendArgs a = s.args(c);
-  a.q.reset();
-  a.rotate = false;
-  a.positions = std::span<const std::int64_t>();
-  posenc::rope_append_kv_cache(s.freqs, s.cache, a);
+  posenc::KvAppendArgs a = AppendUnrotated(c, s);
   for (std::int64_t t = 0; t < c.tokens; ++t) {
     const auto [page, entry] = s.cells[static_cast<std::size_t>(t)];
     for (std::int64_t h = 0; h < c.kv_heads; ++h) {
@@ -264,11 +271,7 @@ TEST(KvCache, WithoutRotationLargeAppendsCopyTheBits) {
       c.page_pad = 3;
       c.tokens = ((std::int64_t{4} << 20) + 2 * 2 * 72 * 2 - 1) / (2 * 2 * 72 * 2);
       Inputs s = Make(c, rng);
-      posenc::KvAppendArgs a = s.args(c);
-      a.q.reset();
-      a.rotate = false;
-      a.positions = std::span<const std::int64_t>();
-      posenc::rope_append_kv_cache(s.freqs, s.cache, a);
+      AppendUnrotated(c, s);
       int differ = 0;
       for (std::int64_t t = 0; t < c.tokens && differ == 0; ++t) {
         const auto [page, entry] = s.cells[static_cast<std::size_t>(t)];
