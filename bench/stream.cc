@@ -12,6 +12,7 @@
 #include "rope/kernels/avx512_bf16.h"
 #include "rope/kernels/half-inl.h"
 #include "rope/kernels/rotate-inl.h"
+#include "rope/kernels/rotate.h"
 #include "stream.h"
 // clang-format on
 
@@ -35,7 +36,7 @@ HWY_INLINE void ScaleTyped(Tag tag, typename Tag::Storage* x, std::int64_t count
 #if HWY_TARGET != HWY_SCALAR
   if constexpr (std::is_same_v<Tag, detail::BF16Tag>) {  // the kernel's even/odd bf16 form
     for (; i + 2 * lanes <= count; i += 2 * lanes) {
-      detail::HWY_NAMESPACE::PrefetchAhead(x + i, 2 * lanes);
+      detail::prefetch_ahead(x + i, 2 * lanes);
       hn::Vec<decltype(d)> even, odd;
       detail::HWY_NAMESPACE::LoadBf16EvenOdd(d, x + i, even, odd);
       detail::HWY_NAMESPACE::StoreBf16EvenOddResults(d, hn::Mul(even, vs), hn::Mul(odd, vs), x + i);
@@ -43,7 +44,7 @@ HWY_INLINE void ScaleTyped(Tag tag, typename Tag::Storage* x, std::int64_t count
   }
 #endif
   for (; i + 2 * lanes <= count; i += 2 * lanes) {
-    detail::HWY_NAMESPACE::PrefetchAhead(x + i, 2 * lanes);
+    detail::prefetch_ahead(x + i, 2 * lanes);
     const auto y0 = hn::Mul(detail::HWY_NAMESPACE::LoadF32(tag, d, x + i), vs);
     const auto y1 = hn::Mul(detail::HWY_NAMESPACE::LoadF32(tag, d, x + i + lanes), vs);
     detail::HWY_NAMESPACE::StoreResultsF32x2(tag, d, y0, y1, x + i);

@@ -66,13 +66,6 @@ POSENC_AVX512_BF16_ATTR inline void Store32(__m512 y0, __m512 y1, std::uint16_t*
   Store16Software(y1, p + 16);
 }
 
-POSENC_AVX512_BF16_ATTR inline void PrefetchHead(const std::uint16_t* p, std::int64_t count) {
-  const std::uintptr_t begin = reinterpret_cast<std::uintptr_t>(p) + kPrefetchAhead;
-  const std::uintptr_t end = begin + static_cast<std::size_t>(count) * sizeof(*p);
-  for (std::uintptr_t line = begin & ~std::uintptr_t{63}; line < end; line += 64)
-    _mm_prefetch(reinterpret_cast<const char*>(line), _MM_HINT_T0);
-}
-
 // rotate.cc's RotateHalfSplitHeadsInRegisters with this store: the row's kVecs vectors of c and
 // s in registers for every head; per pair y_a = fmsub(a, c, b s), y_b = fmadd(b, c, a s), the
 // operations of HalfSplitMath on AVX3 (Highway's MulSub and MulAdd are these FMAs).
@@ -90,7 +83,7 @@ POSENC_AVX512_BF16_ATTR void RotateHeads(const TokenHeads& t) {
   for (std::int64_t h = 0; h < t.heads; ++h) {
     const std::uint16_t* hin = in + h * t.head_stride;
     std::uint16_t* hout = out + h * t.head_stride;
-    PrefetchHead(hin, t.head_dim);
+    prefetch_ahead(hin, t.head_dim);
     if (t.copy_rest) {  // out of place: the dims outside the rotated range as they are
       std::memcpy(hout, hin, static_cast<std::size_t>(t.offset) * sizeof(*hin));
       std::memcpy(hout + end, hin + end, static_cast<std::size_t>(t.head_dim - end) * sizeof(*hin));
@@ -115,7 +108,7 @@ POSENC_AVX512_BF16_ATTR void Scale(std::uint16_t* x, std::int64_t count, float s
   const __m512 vs = _mm512_set1_ps(scale);
   std::int64_t i = 0;
   for (; i + 32 <= count; i += 32) {
-    PrefetchHead(x + i, 32);
+    prefetch_ahead(x + i, 32);
     Store32(_mm512_mul_ps(Load16(x + i), vs), _mm512_mul_ps(Load16(x + i + 16), vs), x + i);
   }
   for (; i < count; ++i) x[i] = bf16_from_f32(f32_from_bf16(x[i]) * scale);

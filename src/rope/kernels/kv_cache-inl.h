@@ -31,6 +31,7 @@
 #include "rope/kernels/half-inl.h"
 #include "rope/kernels/kv_cache_kernel.h"
 #include "rope/kernels/rotate-inl.h"
+#include "rope/kernels/rotate.h"
 
 // Full vectors on the SIMD targets; on EMU128 (x86 CPUs without SSSE3, Arm without NEON) and
 // HWY_SCALAR every element takes the one-lane path that tails take everywhere, which gives the
@@ -271,6 +272,21 @@ struct CacheRow {
   alignas(64) C buffer[kMaxStagedRowBytes / sizeof(C)];
 };
 
+// A head row into a cache of its own dtype with stream_cache: its bits as they are (ConvertCopy's
+// same-dtype case), streamed straight from the input without the staging row. Returns false,
+// doing nothing, for other dtypes or without stream_cache.
+template <class InTag, class CTag>
+HWY_INLINE bool StreamAsIs(const TokenKv& t, const typename InTag::Storage* in,
+                           typename CTag::Storage* out) {
+  if constexpr (std::is_same_v<InTag, CTag>) {
+    if (t.stream_cache) {
+      StreamBytes(in, out, static_cast<std::size_t>(t.head_dim) * sizeof(*in));
+      return true;
+    }
+  }
+  return false;
+}
+
 #if POSENC_KV_CACHE_FULL_VECTORS && !HWY_HAVE_SCALABLE
 // k into a cache of its own dtype, full half-split rotary of n = kVecs * lanes pairs (head_dim
 // 64/128/256 on AVX-512, 32/64/128 on AVX2): rotate.cc's rows in registers, loaded once for all
@@ -295,7 +311,7 @@ HWY_NOINLINE void AppendKRowInRegisters(Tag tag, const TokenKv& t) {
     T* ab = back ? back + h * t.k_head_stride : nullptr;
     CacheRow<T> row(t, out + h * t.cache_head_stride);
     T* y = row.target();
-    PrefetchAhead(a, t.head_dim);
+    prefetch_ahead(a, t.head_dim);
 #pragma GCC unroll 8
     for (std::size_t k = 0; k < kVecs; k += 2) {
       const std::size_t i = k * kLanes;
@@ -313,24 +329,9 @@ HWY_NOINLINE void AppendKRowInRegisters(Tag tag, const TokenKv& t) {
 // AppendKRowInRegisters where it applies; false otherwise.
 template <class Tag>
 HWY_INLINE bool AppendKFixed(Tag tag, const TokenKv& t) {
-  const hn::ScalableTag<float> d;
-  constexpr auto kLanes = static_cast<std::int64_t>(hn::MaxLanes(d));
-  if (t.layout != Layout::kHalfSplit || t.offset != 0 || t.head_dim != 2 * t.pairs ||
-      t.pairs % kLanes != 0)
-    return false;
-  switch (t.pairs / kLanes) {
-    case 2:
-      AppendKRowInRegisters<2>(tag, t);
-      return true;
-    case 4:
-      AppendKRowInRegisters<4>(tag, t);
-      return true;
-    case 8:
-      AppendKRowInRegisters<8>(tag, t);
-      return true;
-    default:
-      return false;
-  }
+  return t.layout == Layout::kHalfSplit && t.offset == 0 && t.head_dim == 2 * t.pairs &&
+         WithRowInRegisters(
+             t.pairs, [&](auto vecs) { AppendKRowInRegisters<decltype(vecs)::value>(tag, t); });
 }
 #endif
 
@@ -350,17 +351,10 @@ HWY_INLINE void AppendK(KTag ktag, CTag ctag, const TokenKv& t) {
   const CacheScale ks{t.k_scale, t.k_inv_scale};
   for (std::int64_t h = 0; h < t.heads; ++h) {
     const K* hin = in + h * t.k_head_stride;
-    if constexpr (std::is_same_v<KTag, CTag>) {
-      if (rotated == 0 && t.stream_cache) {  // k as given, its bits streamed (as AppendV's v)
-        PrefetchAhead(hin, t.head_dim);
-        StreamBytes(hin, out + h * t.cache_head_stride,
-                    static_cast<std::size_t>(t.head_dim) * sizeof(*hin));
-        continue;
-      }
-    }
+    prefetch_ahead(hin, t.head_dim);
+    if (rotated == 0 && StreamAsIs<KTag, CTag>(t, hin, out + h * t.cache_head_stride)) continue;
     CacheRow<C> row(t, out + h * t.cache_head_stride);
     C* hout = row.target();
-    PrefetchAhead(hin, t.head_dim);
     if (rotated == 0) {
       ConvertCopy(ktag, ctag, hin, hout, t.head_dim, ks);
     } else {
@@ -382,14 +376,8 @@ HWY_INLINE void AppendV(VTag vtag, CTag ctag, const TokenKv& t) {
   const CacheScale vs{t.v_scale, t.v_inv_scale};
   for (std::int64_t h = 0; h < t.heads; ++h) {
     const auto* hin = in + h * t.v_head_stride;
-    PrefetchAhead(hin, t.head_dim);
-    if constexpr (std::is_same_v<VTag, CTag>) {
-      if (t.stream_cache) {  // the bits as they are (ConvertCopy's same-dtype case), streamed
-        StreamBytes(hin, out + h * t.cache_head_stride,
-                    static_cast<std::size_t>(t.head_dim) * sizeof(*hin));
-        continue;
-      }
-    }
+    prefetch_ahead(hin, t.head_dim);
+    if (StreamAsIs<VTag, CTag>(t, hin, out + h * t.cache_head_stride)) continue;
     CacheRow<typename CTag::Storage> row(t, out + h * t.cache_head_stride);
     ConvertCopy(vtag, ctag, hin, row.target(), t.head_dim, vs);
     row.Flush(t.head_dim);

@@ -10,13 +10,11 @@
 #define POSENC_KERNELS_ROTATE_INL_H_
 #endif
 
-#include <hwy/cache_control.h>
 #include <hwy/highway.h>
 
 #include <cstddef>
 #include <cstdint>
-
-#include "rope/kernels/rotate.h"
+#include <type_traits>
 
 HWY_BEFORE_NAMESPACE();
 namespace posenc::detail {
@@ -38,24 +36,30 @@ HWY_INLINE hn::Vec<D> InterleavedMath(D, hn::Vec<D> x, hn::Vec<D> partner, hn::V
   return hn::MulAdd(x, c2, hn::Mul(partner, s2));
 }
 
-// Software prefetch of the cache lines kPrefetchAhead (rotate.h) bytes past [p, p + count): the rows a
-// kernel walks next, when they continue in memory after this one (token-major tensors, packed
-// qkv rows). The rotation touches a head's lines out of order (a pair's two dims are n apart, so
-// a head of 8 lines is read 0 1 4 5 2 3 6 7), which the hardware's stream prefetchers follow late
-// on a tensor that lives in DRAM: measured on a Sapphire-Rapids-class Xeon with a standalone loop
-// over 64 MiB f32 in place, the rotation ran at 0.67-0.83 of the in-place stream without it and
-// at 1.0-1.06 with it, for any distance from 2 to 8 KiB. 8 KiB because the fused kernel's token
-// rows are long (Llama 2 7B f16: 24 KiB of q, k and v), where it measured about 5% above 4 KiB;
-// the plain rotation did not move. A prefetch never faults, so an address past the end of the
-// tensor costs a wasted line at most; the address is formed as an integer for that reason (no
-// pointer arithmetic beyond the object).
-template <class T>
-HWY_INLINE void PrefetchAhead(const T* p, std::int64_t count) {
-  const std::uintptr_t begin = reinterpret_cast<std::uintptr_t>(p) + kPrefetchAhead;
-  const std::uintptr_t end = begin + static_cast<std::size_t>(count) * sizeof(T);
-  for (std::uintptr_t line = begin & ~std::uintptr_t{63}; line < end; line += 64)
-    hwy::Prefetch(reinterpret_cast<const char*>(line));
+#if HWY_TARGET != HWY_SCALAR && !HWY_HAVE_SCALABLE
+// Calls f(std::integral_constant<std::size_t, k>{}) where pairs = k * lanes with k = 2, 4 or 8:
+// the rows the kernels keep in registers across a token's heads (head_dim 64, 128, 256 on
+// AVX-512; 32, 64, 128 on AVX2). Returns false, calling nothing, for other pair counts.
+template <class F>
+HWY_INLINE bool WithRowInRegisters(std::int64_t pairs, F&& f) {
+  const hn::ScalableTag<float> d;
+  constexpr auto kLanes = static_cast<std::int64_t>(hn::MaxLanes(d));
+  if (pairs % kLanes != 0) return false;
+  switch (pairs / kLanes) {
+    case 2:
+      f(std::integral_constant<std::size_t, 2>{});
+      return true;
+    case 4:
+      f(std::integral_constant<std::size_t, 4>{});
+      return true;
+    case 8:
+      f(std::integral_constant<std::size_t, 8>{});
+      return true;
+    default:
+      return false;
+  }
 }
+#endif
 
 }  // namespace HWY_NAMESPACE
 }  // namespace posenc::detail

@@ -187,7 +187,7 @@ HWY_INLINE void RotateHalfSplitHeadsInRegisters(Tag tag, const TokenHeads& t) {
   for (std::int64_t h = 0; h < t.heads; ++h) {
     const T* hin = in + h * t.head_stride;
     T* hout = out + h * t.head_stride;
-    PrefetchAhead(hin, t.head_dim);
+    prefetch_ahead(hin, t.head_dim);
     CopyUnrotated(t, hin, hout);
     const T* a = hin + t.offset;
     T* y = hout + t.offset;
@@ -217,22 +217,9 @@ HWY_INLINE void RotateHalfSplitHeadsInRegisters(Tag tag, const TokenHeads& t) {
 // Dispatches to RotateHalfSplitHeadsInRegisters where the row fits: returns false otherwise.
 template <class Tag>
 HWY_INLINE bool RotateHalfSplitFixed(Tag tag, const TokenHeads& t) {
-  const hn::ScalableTag<float> d;
-  constexpr auto kLanes = static_cast<std::int64_t>(hn::MaxLanes(d));
-  if (t.layout != Layout::kHalfSplit || t.pairs % kLanes != 0) return false;
-  switch (t.pairs / kLanes) {
-    case 2:
-      RotateHalfSplitHeadsInRegisters<2>(tag, t);
-      return true;
-    case 4:
-      RotateHalfSplitHeadsInRegisters<4>(tag, t);
-      return true;
-    case 8:
-      RotateHalfSplitHeadsInRegisters<8>(tag, t);
-      return true;
-    default:
-      return false;
-  }
+  return t.layout == Layout::kHalfSplit && WithRowInRegisters(t.pairs, [&](auto vecs) {
+           RotateHalfSplitHeadsInRegisters<decltype(vecs)::value>(tag, t);
+         });
 }
 #endif
 
@@ -265,7 +252,7 @@ HWY_INLINE void RotateTyped(Tag tag, const TokenHeads& t) {
       for (std::int64_t h = 0; h < t.heads; ++h) {
         const T* hin = in + h * t.head_stride;
         T* hout = out + h * t.head_stride;
-        PrefetchAhead(hin, t.head_dim);
+        prefetch_ahead(hin, t.head_dim);
         CopyUnrotated(t, hin, hout);
         const std::int64_t n = t.pairs;
         const T* a = hin + t.offset;
@@ -285,7 +272,7 @@ HWY_INLINE void RotateTyped(Tag tag, const TokenHeads& t) {
   for (std::int64_t h = 0; h < t.heads; ++h) {
     const T* hin = in + h * t.head_stride;
     T* hout = out + h * t.head_stride;
-    PrefetchAhead(hin, t.head_dim);
+    prefetch_ahead(hin, t.head_dim);
     CopyUnrotated(t, hin, hout);
     if (t.layout == Layout::kHalfSplit) {
       RotateHalfSplit(tag, hin + t.offset, hout + t.offset, t.pairs, t.c, t.s);
