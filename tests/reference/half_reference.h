@@ -28,7 +28,9 @@ inline float FromF16(std::uint16_t h) {
 inline std::uint16_t ToF16(float f) {
   const double a = std::abs(static_cast<double>(f));
   const std::uint16_t sign = std::signbit(f) ? 0x8000 : 0;
-  const int e = a == 0 ? -15 : std::max(std::ilogb(a), -14);
+  // Zero and subnormals share the smallest exponent (ilogb(0) is not one: it must not reach the
+  // normal branch, which would encode 0 as -1024 steps, the bits of an infinity).
+  const int e = a == 0 ? -14 : std::max(std::ilogb(a), -14);
   const double steps = std::nearbyint(std::ldexp(a, 10 - e));  // multiples of the ulp at e
   if (e == -14 && steps < 1024)
     return static_cast<std::uint16_t>(sign | static_cast<std::uint16_t>(steps));

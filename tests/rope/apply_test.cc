@@ -173,54 +173,73 @@ TEST(ApplyRope, TailPairsGiveTheBitsOfBodyPairsOnEveryTarget) {
 
 // Results in the subnormal range round like every other value: AVX3_BF16's conversion
 // instruction flushes subnormals to zero, so its kernel must route them through the software
-// rounding (avx512_bf16.h). Tiny inputs (a few times the smallest normal, some subnormal
-// themselves) give subnormal results; every FMA target must give the bits of the first one,
+// rounding (avx512_bf16.h), which it finds by a zero word in the converted output. Two inputs:
+// tiny values everywhere (a few times the smallest normal, some subnormal themselves: subnormal
+// results in every vector), and a mix where one head of one token is tiny, every fifth pair is
+// zero in both halves (zero results: zero words without a subnormal, the fast path after the
+// class test) and the rest is normal. Every FMA target must give the bits of the first one,
 // including the row-in-registers head sizes. The test checks it met subnormal results at all.
 TEST(ApplyRope, SubnormalResultsAgreeAcrossTargets) {
   std::mt19937 rng(5);
   std::uniform_real_distribution<float> unit(-1.0f, 1.0f);
-  for (DType dtype : {DType::kBF16, DType::kF16, DType::kF32}) {
-    const float tiny = dtype == DType::kF16 ? 0x1p-13f : 0x1p-125f;  // smallest normals x 2
-    for (std::int64_t head_dim : {64, 128, 256, 96}) {
-      const std::int64_t tokens = 3, heads = 3;
-      const auto count = static_cast<std::size_t>(tokens * heads * head_dim);
-      Buffer in(dtype, count);
-      for (std::size_t i = 0; i < count; ++i) in.set(i, unit(rng) * tiny);
-      const posenc::Frequencies f =
-          posenc::compute_frequencies(Spec(head_dim, head_dim, 0, Layout::kHalfSplit));
-      const std::vector<std::int64_t> pos = {7, 4099, 77777};
-      std::vector<std::uint8_t> first;
-      std::string first_target;
-      posenc_test::ForEachTarget([&](const std::string& target) {
-        // Targets with FMA only (SSE4, SSSE3, EMU128 and SCALAR round the products apart).
-        if (target.rfind("AVX", 0) != 0 && target.rfind("SVE", 0) != 0 && target != "NEON") return;
-        Buffer out = in;
-        posenc::RopeArgs args;
-        args.q = posenc::TensorView::contiguous(out.bytes.data(), dtype, tokens, heads, head_dim);
-        args.positions = std::span<const std::int64_t>(pos);
-        posenc::apply_rope(f, args);
-        if (first.empty()) {
-          first = out.bytes;
-          first_target = target;
-          std::size_t subnormal = 0;
-          for (std::size_t i = 0; i < count; ++i) {
-            std::uint32_t bits = 0;  // the stored value's bits: exponent field 0, mantissa not
-            std::memcpy(&bits, &out.bytes[i * posenc::dtype_size(dtype)],
-                        posenc::dtype_size(dtype));
-            const std::uint32_t exp_mask = dtype == DType::kF32   ? 0x7F800000u
-                                           : dtype == DType::kF16 ? 0x7C00u
-                                                                  : 0x7F80u;
-            const std::uint32_t mant_mask = dtype == DType::kF32   ? 0x7FFFFFu
-                                            : dtype == DType::kF16 ? 0x3FFu
-                                                                   : 0x7Fu;
-            subnormal += (bits & exp_mask) == 0 && (bits & mant_mask) != 0;
-          }
-          EXPECT_GT(subnormal, count / 4) << posenc::dtype_name(dtype) << " " << head_dim;
-          return;
+  for (const bool mixed : {false, true}) {
+    for (DType dtype : {DType::kBF16, DType::kF16, DType::kF32}) {
+      const float tiny = dtype == DType::kF16 ? 0x1p-13f : 0x1p-125f;  // smallest normals x 2
+      for (std::int64_t head_dim : {64, 128, 256, 96}) {
+        const std::int64_t tokens = 3, heads = 3, n = head_dim / 2;
+        const auto count = static_cast<std::size_t>(tokens * heads * head_dim);
+        Buffer in(dtype, count);
+        for (std::size_t i = 0; i < count; ++i) {
+          const auto j = static_cast<std::int64_t>(i) % head_dim;
+          const auto head = static_cast<std::int64_t>(i) / head_dim;  // token * heads + head
+          float v = unit(rng) * tiny;
+          if (mixed && head != heads + 2) v = (j % n) % 5 == 0 ? 0.0f : unit(rng);
+          in.set(i, v);
         }
-        EXPECT_TRUE(out.bytes == first) << target << " differs from " << first_target << ", "
-                                        << posenc::dtype_name(dtype) << " head_dim " << head_dim;
-      });
+        const posenc::Frequencies f =
+            posenc::compute_frequencies(Spec(head_dim, head_dim, 0, Layout::kHalfSplit));
+        const std::vector<std::int64_t> pos = {7, 4099, 77777};
+        std::vector<std::uint8_t> first;
+        std::string first_target;
+        posenc_test::ForEachTarget([&](const std::string& target) {
+          // Targets with FMA only (SSE4, SSSE3, EMU128 and SCALAR round the products apart).
+          if (target.rfind("AVX", 0) != 0 && target.rfind("SVE", 0) != 0 && target != "NEON")
+            return;
+          Buffer out = in;
+          posenc::RopeArgs args;
+          args.q = posenc::TensorView::contiguous(out.bytes.data(), dtype, tokens, heads, head_dim);
+          args.positions = std::span<const std::int64_t>(pos);
+          posenc::apply_rope(f, args);
+          if (first.empty()) {
+            first = out.bytes;
+            first_target = target;
+            std::size_t subnormal = 0, zero = 0;
+            for (std::size_t i = 0; i < count; ++i) {
+              std::uint32_t bits = 0;  // the stored value's bits: exponent field 0, mantissa not
+              std::memcpy(&bits, &out.bytes[i * posenc::dtype_size(dtype)],
+                          posenc::dtype_size(dtype));
+              const std::uint32_t exp_mask = dtype == DType::kF32   ? 0x7F800000u
+                                             : dtype == DType::kF16 ? 0x7C00u
+                                                                    : 0x7F80u;
+              const std::uint32_t mant_mask = dtype == DType::kF32   ? 0x7FFFFFu
+                                              : dtype == DType::kF16 ? 0x3FFu
+                                                                     : 0x7Fu;
+              subnormal += (bits & exp_mask) == 0 && (bits & mant_mask) != 0;
+              zero += (bits & (exp_mask | mant_mask)) == 0;
+            }
+            const std::size_t tiny_count =
+                mixed ? static_cast<std::size_t>(head_dim) : count;  // elements of tiny heads
+            EXPECT_GT(subnormal, tiny_count / 4) << posenc::dtype_name(dtype) << " " << head_dim;
+            if (mixed) {
+              EXPECT_GT(zero, count / 8) << posenc::dtype_name(dtype) << " " << head_dim;
+            }
+            return;
+          }
+          EXPECT_TRUE(out.bytes == first)
+              << target << " differs from " << first_target << ", " << posenc::dtype_name(dtype)
+              << " head_dim " << head_dim << (mixed ? " (mixed)" : " (tiny)");
+        });
+      }
     }
   }
 }

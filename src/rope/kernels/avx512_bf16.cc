@@ -34,50 +34,72 @@ std::atomic<bool>& enabled_flag() {
 
 #if POSENC_AVX512_BF16_BUILT
 
-// 16 bf16 -> float32, exact: each value's bits in the top half of a 32-bit lane.
-POSENC_AVX512_BF16_ATTR inline __m512 Load16(const std::uint16_t* p) {
-  const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
-  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+// 32 consecutive bf16 -> float32 in even/odd form, exact: `even` holds elements 0, 2, ..., 30
+// (each low half shifted up), `odd` elements 1, 3, ..., 31 (each high half masked in place). Two
+// single-cycle ops for 32 elements, no widening shuffle (vpmovzxwd runs on port 5 only, which
+// the stores below need).
+POSENC_AVX512_BF16_ATTR inline void Load32EvenOdd(const std::uint16_t* p, __m512& even,
+                                                  __m512& odd) {
+  const __m512i x = _mm512_loadu_si512(p);
+  even = _mm512_castsi512_ps(_mm512_slli_epi32(x, 16));
+  odd = _mm512_castsi512_ps(_mm512_and_si512(x, _mm512_set1_epi32(-65536)));  // 0xFFFF0000
 }
 
-// half-inl.h's rounding in 32-bit lanes (the fallback for vectors holding a subnormal).
-POSENC_AVX512_BF16_ATTR inline void Store16Software(__m512 y, std::uint16_t* p) {
-  const __m512i bits = _mm512_castps_si512(y);
-  const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(bits, 16), _mm512_set1_epi32(1));
-  __m512i r = _mm512_add_epi32(_mm512_add_epi32(bits, _mm512_set1_epi32(0x7FFF)), lsb);
-  const __mmask16 nan = _mm512_cmp_ps_mask(y, y, _CMP_UNORD_Q);
-  r = _mm512_mask_mov_epi32(r, nan, _mm512_or_si512(bits, _mm512_set1_epi32(0x400000)));
-  _mm256_storeu_si256(reinterpret_cast<__m256i*>(p),
-                      _mm512_cvtepi32_epi16(_mm512_srli_epi32(r, 16)));
-}
+// Word j of the interleaved result takes word kInterleave[j] of VCVTNE2PS2BF16(odd, even), whose
+// words 0..15 are the even elements and 16..31 the odd ones.
+alignas(64) constexpr std::uint16_t kInterleave[32] = {0,  16, 1,  17, 2,  18, 3,  19, 4,  20, 5,
+                                                       21, 6,  22, 7,  23, 8,  24, 9,  25, 10, 26,
+                                                       11, 27, 12, 28, 13, 29, 14, 30, 15, 31};
 
-// y0 -> p[0, 16), y1 -> p[16, 32), rounded to nearest even. VCVTNE2PS2BF16 flushes subnormal
-// inputs to zero; everything else it rounds as the software does (avx512_bf16.h), so a vector
-// with a subnormal lane (VFPCLASSPS class 0x20) takes the software rounding.
-POSENC_AVX512_BF16_ATTR inline void Store32(__m512 y0, __m512 y1, std::uint16_t* p) {
-  if ((_mm512_fpclass_ps_mask(y0, 0x20) | _mm512_fpclass_ps_mask(y1, 0x20)) == 0) {
-    const __m512bh r = _mm512_cvtne2ps_pbh(y1, y0);
-    __m512i bits;
-    std::memcpy(&bits, &r, sizeof(bits));
-    _mm512_storeu_si512(p, bits);
+// The even and odd results back to 32 consecutive bf16, rounded to nearest even. VCVTNE2PS2BF16
+// flushes subnormal inputs to zero and rounds everything else as the software does
+// (avx512_bf16.h). A normal float never rounds to a bf16 zero, so a vector whose output has no
+// zero word holds no subnormal: one VPTESTNMW instead of a class test of both inputs. Where a
+// word is zero (a zero result, or a flushed subnormal) the inputs are classified, and a pair of
+// vectors holding a subnormal is rounded in software, element by element.
+POSENC_AVX512_BF16_ATTR inline void Store32EvenOdd(__m512 even, __m512 odd, std::uint16_t* p) {
+  const __m512bh r = _mm512_cvtne2ps_pbh(odd, even);
+  __m512i words;
+  std::memcpy(&words, &r, sizeof(words));
+  words = _mm512_permutexvar_epi16(_mm512_load_si512(kInterleave), words);
+  if (_mm512_testn_epi16_mask(words, _mm512_set1_epi16(0x7FFF)) != 0 &&
+      (_mm512_fpclass_ps_mask(even, 0x20) | _mm512_fpclass_ps_mask(odd, 0x20)) != 0) {
+    alignas(64) float e[16], o[16];
+    _mm512_store_ps(e, even);
+    _mm512_store_ps(o, odd);
+    for (int l = 0; l < 16; ++l) {
+      p[2 * l] = bf16_from_f32(e[l]);
+      p[2 * l + 1] = bf16_from_f32(o[l]);
+    }
     return;
   }
-  Store16Software(y0, p);
-  Store16Software(y1, p + 16);
+  _mm512_storeu_si512(p, words);
 }
 
-// rotate.cc's RotateHalfSplitHeadsInRegisters with this store: the row's kVecs vectors of c and
-// s in registers for every head; per pair y_a = fmsub(a, c, b s), y_b = fmadd(b, c, a s), the
-// operations of HalfSplitMath on AVX3 (Highway's MulSub and MulAdd are these FMAs).
-template <int kVecs>
+// The even or odd elements of 32 consecutive floats (a cos/sin row in the loads' order).
+POSENC_AVX512_BF16_ATTR inline __m512 Deinterleave(const float* p, int parity) {
+  alignas(64) static constexpr std::int32_t kEven[16] = {0,  2,  4,  6,  8,  10, 12, 14,
+                                                         16, 18, 20, 22, 24, 26, 28, 30};
+  const __m512i idx = _mm512_add_epi32(_mm512_load_si512(kEven), _mm512_set1_epi32(parity));
+  return _mm512_permutex2var_ps(_mm512_loadu_ps(p), idx, _mm512_loadu_ps(p + 16));
+}
+
+// rotate.cc's RotateHalfSplitHeadsInRegisters with these loads and stores: the row, deinterleaved
+// into even and odd pairs once per token, stays in registers (kBlocks blocks of 32 pairs, four
+// vectors each) for every head; per pair y_a = fmsub(a, c, b s), y_b = fmadd(b, c, a s), the
+// operations of HalfSplitMath on AVX3 (Highway's MulSub and MulAdd are these FMAs), so each
+// element meets its own c_i and s_i in the same operations: the same bits.
+template <int kBlocks>
 POSENC_AVX512_BF16_ATTR void RotateHeads(const TokenHeads& t) {
-  constexpr std::int64_t n = 16 * kVecs;
+  constexpr std::int64_t n = 32 * kBlocks;
   const auto* in = static_cast<const std::uint16_t*>(t.in);
   auto* out = static_cast<std::uint16_t*>(t.out);
-  __m512 c[kVecs], s[kVecs];
-  for (int k = 0; k < kVecs; ++k) {
-    c[k] = _mm512_loadu_ps(t.c + 16 * k);
-    s[k] = _mm512_loadu_ps(t.s + 16 * k);
+  __m512 ce[kBlocks], co[kBlocks], se[kBlocks], so[kBlocks];
+  for (int k = 0; k < kBlocks; ++k) {
+    ce[k] = Deinterleave(t.c + 32 * k, 0);
+    co[k] = Deinterleave(t.c + 32 * k, 1);
+    se[k] = Deinterleave(t.s + 32 * k, 0);
+    so[k] = Deinterleave(t.s + 32 * k, 1);
   }
   const std::int64_t end = t.offset + 2 * n;
   for (std::int64_t h = 0; h < t.heads; ++h) {
@@ -90,16 +112,17 @@ POSENC_AVX512_BF16_ATTR void RotateHeads(const TokenHeads& t) {
     }
     const std::uint16_t* a = hin + t.offset;
     std::uint16_t* y = hout + t.offset;
-#pragma GCC unroll 8
-    for (int k = 0; k < kVecs; k += 2) {
-      const __m512 a0 = Load16(a + 16 * k), a1 = Load16(a + 16 * (k + 1));
-      const __m512 b0 = Load16(a + n + 16 * k), b1 = Load16(a + n + 16 * (k + 1));
-      const __m512 ya0 = _mm512_fmsub_ps(a0, c[k], _mm512_mul_ps(b0, s[k]));
-      const __m512 ya1 = _mm512_fmsub_ps(a1, c[k + 1], _mm512_mul_ps(b1, s[k + 1]));
-      const __m512 yb0 = _mm512_fmadd_ps(b0, c[k], _mm512_mul_ps(a0, s[k]));
-      const __m512 yb1 = _mm512_fmadd_ps(b1, c[k + 1], _mm512_mul_ps(a1, s[k + 1]));
-      Store32(ya0, ya1, y + 16 * k);
-      Store32(yb0, yb1, y + n + 16 * k);
+#pragma GCC unroll 4
+    for (int k = 0; k < kBlocks; ++k) {
+      __m512 ae, ao, be, bo;
+      Load32EvenOdd(a + 32 * k, ae, ao);
+      Load32EvenOdd(a + n + 32 * k, be, bo);
+      const __m512 yae = _mm512_fmsub_ps(ae, ce[k], _mm512_mul_ps(be, se[k]));
+      const __m512 yao = _mm512_fmsub_ps(ao, co[k], _mm512_mul_ps(bo, so[k]));
+      const __m512 ybe = _mm512_fmadd_ps(be, ce[k], _mm512_mul_ps(ae, se[k]));
+      const __m512 ybo = _mm512_fmadd_ps(bo, co[k], _mm512_mul_ps(ao, so[k]));
+      Store32EvenOdd(yae, yao, y + 32 * k);
+      Store32EvenOdd(ybe, ybo, y + n + 32 * k);
     }
   }
 }
@@ -109,7 +132,9 @@ POSENC_AVX512_BF16_ATTR void Scale(std::uint16_t* x, std::int64_t count, float s
   std::int64_t i = 0;
   for (; i + 32 <= count; i += 32) {
     prefetch_ahead(x + i, 32);
-    Store32(_mm512_mul_ps(Load16(x + i), vs), _mm512_mul_ps(Load16(x + i + 16), vs), x + i);
+    __m512 even, odd;
+    Load32EvenOdd(x + i, even, odd);
+    Store32EvenOdd(_mm512_mul_ps(even, vs), _mm512_mul_ps(odd, vs), x + i);
   }
   for (; i < count; ++i) x[i] = bf16_from_f32(f32_from_bf16(x[i]) * scale);
 }
@@ -142,13 +167,13 @@ bool rotate_bf16_heads_avx512_bf16([[maybe_unused]] const TokenHeads& t) {
     return false;
   switch (t.pairs) {
     case 32:
-      RotateHeads<2>(t);
+      RotateHeads<1>(t);
       return true;
     case 64:
-      RotateHeads<4>(t);
+      RotateHeads<2>(t);
       return true;
     case 128:
-      RotateHeads<8>(t);
+      RotateHeads<4>(t);
       return true;
     default:
       return false;

@@ -10,7 +10,14 @@
 // bf16_from_f32 does, for every float32 input except subnormals, which it flushes to zero
 // (checked against the software rounding on all 2^32 inputs on a Sapphire-Rapids-class Xeon;
 // tests compare the AVX3_BF16 target with the others bit for bit). A vector holding a subnormal
-// result therefore takes the software rounding; rotation results are almost never subnormal.
+// result therefore takes the software rounding; rotation results are almost never subnormal, and
+// such a vector is found by a zero word in the converted output (a normal float never rounds to
+// a bf16 zero), one VPTESTNMW per 32 results.
+//
+// The bf16 values are loaded in even/odd form (one 512-bit load of 32 elements: the even ones
+// are the low halves shifted up, the odd ones the high halves masked, no widening shuffle), the
+// cos/sin row is deinterleaved to match once per token, and the rounded results are put back in
+// order by one VPERMW.
 //
 // It is listed and forced like a Highway target, as "AVX3_BF16" (targets.h): the default where
 // the CPU has AVX-512 BF16; forcing "AVX3" runs the AVX3 code without it, so both are tested.
