@@ -200,6 +200,45 @@ TEST(KvCache, LargeAppendsWithStreamingStoresGiveTheSameBits) {
   });
 }
 
+// The rows-in-registers path (full half-split rotary of 64, 128, 256 dims into a cache of k's
+// dtype: AppendKRowInRegisters) with streaming stores: appends of 4 MiB or more, k read only and
+// rotated in place, pages padded by 3 elements so the cache rows start at every alignment, on
+// every target. (The streaming test above uses partial rotary, which takes the per-head path.)
+TEST(KvCache, RowsInRegistersWithStreamingStoresGiveTheSameBits) {
+  std::mt19937 rng(37);
+  struct Kind {
+    DType dtype;
+    CacheDType cache_dtype;
+    std::int64_t head_dim;
+  };
+  const Kind kinds[] = {{DType::kBF16, CacheDType::kBF16, 64},
+                        {DType::kBF16, CacheDType::kBF16, 128},
+                        {DType::kBF16, CacheDType::kBF16, 256},
+                        {DType::kF16, CacheDType::kF16, 128},
+                        {DType::kF32, CacheDType::kF32, 128}};
+  posenc_test::ForEachTarget([&](const std::string& target) {
+    for (const Kind& kind : kinds) {
+      for (bool in_place : {false, true}) {
+        Case c;
+        c.spec = posenc::testing::Spec(kind.head_dim, kind.head_dim, 0, Layout::kHalfSplit);
+        c.dtype = c.v_dtype = kind.dtype;
+        c.cache_dtype = kind.cache_dtype;
+        c.q_heads = 1;
+        c.kv_heads = 2;
+        c.packed = true;
+        c.page_pad = 3;
+        c.k_in_place = in_place;
+        const std::int64_t row_bytes =
+            2 * 2 * kind.head_dim * posenc::cache_dtype_size(kind.cache_dtype);
+        c.tokens = ((std::int64_t{4} << 20) + row_bytes - 1) / row_bytes;
+        CheckCase(c, rng,
+                  target + " " + Name(c) + (in_place ? " k in place " : " ") +
+                      std::to_string(c.tokens) + " tokens");
+      }
+    }
+  });
+}
+
 // A valid count above the hardware threads runs on hardware_threads() of them (threads.h); the
 // return value says how many ran.
 TEST(KvCache, ThreadCountsAboveTheHardwareAreCappedToIt) {
