@@ -7,6 +7,8 @@ The C++ library (the posenc command's) behind a PyTorch-style API:
     posenc.apply_rope_(q, k, positions, spec)   # rotate q and k in place (torch or numpy)
     q2, k2 = posenc.apply_rope(q, k, positions, spec)        # new tensors; differentiable
     rotary = posenc.RotaryEmbedding(config)     # drop-in for transformers' LlamaRotaryEmbedding
+    posenc.rope_append_kv_cache_(q, k, v, key_cache, value_cache, positions, spec,
+                                 slot_mapping=slots)   # fused RoPE + paged KV-cache append
 
 Numerics: "precise" (float64 formulas, exactly rounded), "hf" (what transformers computes with
 torch's float32 ops, bit for bit) or "ggml" (llama.cpp's CPU arithmetic). Bad input raises
@@ -14,6 +16,7 @@ ValueError or TypeError naming the argument, its value and what was expected.
 """
 from ._posenc import __version__, CosSinTable, Frequencies
 from ._posenc import RopeSpec as _RopeSpec
+from .kv_cache import append_positions, rope_append_kv_cache_
 from .ops import apply_rope, apply_rope_, cos_sin_cache, rerotate_keys_
 from .spec import RopeSpec, compare, doctor, mrope_positions, torch_capability
 
@@ -29,6 +32,7 @@ def __getattr__(name):
 
 __all__ = [
     "RopeSpec", "Frequencies", "CosSinTable", "RotaryEmbedding", "apply_rope", "apply_rope_",
-    "rerotate_keys_", "cos_sin_cache", "compare", "doctor", "mrope_positions", "torch_capability",
+    "rerotate_keys_", "rope_append_kv_cache_", "append_positions", "cos_sin_cache", "compare",
+    "doctor", "mrope_positions", "torch_capability",
     "__version__",
 ]

@@ -46,6 +46,7 @@ Numerics numerics_arg(const std::string& name, const std::string& field = "numer
 
 void bind_spec(py::module_& m);
 void bind_rope(py::module_& m);
+void bind_kv_cache(py::module_& m);   // kv_cache_bindings.cc: the fused RoPE + KV-cache append
 void bind_llama(py::module_& m);      // llama_bindings.cc: posenc::llama (model file, C++ logits)
 void bind_attention(py::module_& m);  // attention_bindings.cc: the fused causal attention
 

@@ -19,6 +19,7 @@ PYBIND11_MODULE(_posenc, m) {
   });
   posenc::python::bind_spec(m);
   posenc::python::bind_rope(m);
+  posenc::python::bind_kv_cache(m);
   posenc::python::bind_llama(m);
   posenc::python::bind_attention(m);
 }

@@ -25,6 +25,7 @@
 #include "posenc/core/threads.h"
 #include "posenc/rope/apply.h"
 #include "posenc/rope/table.h"
+#include "rope_args.h"
 #include "tensor_args.h"
 
 namespace posenc::python {
@@ -34,29 +35,13 @@ namespace {
 
 std::string str(std::int64_t v) { return std::to_string(v); }
 
+}  // namespace
+
 std::string shape_str(const std::vector<std::int64_t>& shape) {
   std::string s = "[";
   for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + str(shape[i]);
   return s + "]";
 }
-
-// A CosSinTable with the Frequencies it was built from.
-struct Table {
-  std::shared_ptr<Frequencies> freqs;
-  CosSinTable table;
-};
-
-// How the tokens of a call are laid out: `batch` rows of `tokens` each (batch 1 unless 4-D).
-struct Plan {
-  std::size_t ndim = 3;
-  std::int64_t batch = 1;
-  std::int64_t tokens = 0;
-  int seq_dim = 0;                // 4-D only: 1 or 2
-  bool shared_positions = false;  // 4-D: one positions row for every batch row
-  std::optional<std::int64_t> head_size;
-  std::int64_t axes = 1;       // position axes of the spec (M-RoPE: 3 or 4)
-  std::int64_t pos_batch = 1;  // batch rows the positions hold
-};
 
 // The spec's position axes, whatever form `rope` takes (1 when it is none of them: rope_source
 // refuses it).
@@ -69,7 +54,7 @@ std::int64_t axes_of(py::handle rope) {
 
 Plan make_plan(const ArrayArg& q, const std::vector<std::int64_t>& given_shape,
                std::optional<int> seq_dim, std::optional<std::int64_t> head_size,
-               std::int64_t axes = 1) {
+               std::int64_t axes) {
   Plan p;
   p.ndim = q.shape.size();
   p.head_size = head_size;
@@ -217,6 +202,8 @@ TensorView view_of(const ArrayArg& a, const std::string& name, const Plan& plan,
   return v;
 }
 
+namespace {
+
 struct Operand {
   ArrayArg arg;
   std::string name;
@@ -275,10 +262,7 @@ void rotate_f64(const Frequencies& f, const TensorView& in, const TensorView& ou
   }
 }
 
-struct RopeSource {
-  std::shared_ptr<Frequencies> freqs;
-  const CosSinTable* table = nullptr;
-};
+}  // namespace
 
 RopeSource rope_source(py::handle rope, const std::optional<std::string>& numerics,
                        const std::optional<std::int64_t>& seq_len,
@@ -328,6 +312,8 @@ void warn_capped_threads(int threads) {
                           std::to_string(run_threads(threads));
   if (PyErr_WarnEx(PyExc_RuntimeWarning, msg.c_str(), 2) < 0) throw py::error_already_set();
 }
+
+namespace {
 
 // apply_rope / apply_rope_ (q_out, k_out None: in place). Returns the threads that ran.
 int apply(py::handle q, py::handle k, py::handle q_out, py::handle k_out, py::handle positions,

@@ -12,7 +12,8 @@ namespace {
 // torch's dtype objects and Tensor type, looked up once torch is imported. Kept alive for the
 // life of the process (handles, not objects, so nothing is released after the interpreter).
 struct TorchTypes {
-  py::handle tensor, strided, f32, f16, bf16, f64, i32, i64;
+  py::handle tensor, strided, f32, f16, bf16, f64, i32, i64, u8;
+  py::handle fp8;  // torch.float8_e4m3fn (torch 2.1 and later), else None
 };
 
 TorchReader torch_reader = nullptr;  // _posenc_torch's, when it was built and imports
@@ -37,8 +38,12 @@ const TorchTypes* torch_types() {
   if (!modules.contains("torch")) return nullptr;  // not imported: nothing can be a tensor
   py::module_ torch = modules["torch"];
   auto keep = [&](const char* name) { return py::object(torch.attr(name)).release(); };
-  types = new TorchTypes{keep("Tensor"),   keep("strided"), keep("float32"), keep("float16"),
-                         keep("bfloat16"), keep("float64"), keep("int32"),   keep("int64")};
+  types = new TorchTypes{
+      keep("Tensor"),   keep("strided"),
+      keep("float32"),  keep("float16"),
+      keep("bfloat16"), keep("float64"),
+      keep("int32"),    keep("int64"),
+      keep("uint8"),    py::object(py::getattr(torch, "float8_e4m3fn", py::none())).release()};
   load_torch_reader();
   return types;
 }
@@ -136,10 +141,12 @@ ArrayArg torch_arg(py::handle t, const std::string& name) {
     a.elem = Elem::kI32;
   } else if (dt == tt.i64.ptr()) {
     a.elem = Elem::kI64;
+  } else if (dt == tt.u8.ptr() || (!tt.fp8.is_none() && dt == tt.fp8.ptr())) {
+    a.elem = Elem::kU8;
   } else {
     type_error(name + ": dtype " + py::str(dt_obj).cast<std::string>() +
                " is not supported; expected torch.float32, torch.float16 or torch.bfloat16 "
-               "(int32 or int64 for positions)");
+               "(int32 or int64 for positions, uint8 for an fp8 cache's bits)");
   }
   a.shape = int_tuple(get(t, nm.shape));
   a.strides = int_tuple(call(t, nm.stride));
@@ -166,10 +173,12 @@ ArrayArg numpy_arg(py::handle obj, const std::string& name, bool bf16_from_uint1
     a.elem = Elem::kI32;
   } else if (kind == 'i' && size == 8) {
     a.elem = Elem::kI64;
+  } else if (kind == 'u' && size == 1) {
+    a.elem = Elem::kU8;
   } else {
     type_error(name + ": numpy dtype " + py::str(obj.attr("dtype")).cast<std::string>() +
                " is not supported; expected float32, float16, or uint16 with "
-               "dtype=\"bfloat16\" (int32 or int64 for positions)");
+               "dtype=\"bfloat16\" (int32 or int64 for positions, uint8 for an fp8 cache's bits)");
   }
   if (dt.byteorder() == '>') value_error(name + ": a big-endian array; expected native byte order");
   a.writable = arr.writeable();
@@ -230,6 +239,8 @@ std::string elem_name(Elem elem) {
       return "int64";
     case Elem::kU16:
       return "uint16";
+    case Elem::kU8:
+      return "uint8";
   }
   return "?";
 }

@@ -20,8 +20,9 @@ namespace posenc::python {
 namespace py = pybind11;
 
 // Element types an argument can carry. kBF16 is a torch.bfloat16 tensor or a numpy uint16 array
-// passed with dtype="bfloat16".
-enum class Elem { kF32, kF16, kBF16, kF64, kI32, kI64, kU16 };
+// passed with dtype="bfloat16"; kU8 is a uint8 tensor or array, or a torch.float8_e4m3fn tensor
+// where torch has that dtype (the bits of an fp8 KV cache).
+enum class Elem { kF32, kF16, kBF16, kF64, kI32, kI64, kU16, kU8 };
 
 struct ArrayArg {
   void* data = nullptr;
