@@ -19,6 +19,13 @@ What is timed (docs/benchmarks.md, "Python: posenc vs eager PyTorch", says what 
   * posenc: `posenc.apply_rope_(q, k, positions, src, threads=n)` in place on the same tensors,
     src a prebuilt posenc.CosSinTable ("table") or the RopeSpec (cos/sin computed per token,
     "spec"), threads 1 and 2; numerics "hf" (transformers' values) unless --numerics says.
+- The fused RoPE + KV-cache append for Llama 3 8B shapes (q 32 heads, k and v 8 heads, a vLLM
+  cache [blocks, 16, 8, 128] of the tensors' dtype, slots 0..tokens-1), prefill and decode:
+  * eager torch: transformers' rotation of q and k as above, then vLLM's reshape_and_cache in
+    torch (`key_cache.view(-1, 8, 128)[slots] = k_rot`, the same for v), torch's default
+    threads, 1 and 2.
+  * posenc: `posenc.rope_append_kv_cache_(q, k, v, key_cache, value_cache, positions, table,
+    slot_mapping=slots, threads=n)`, threads 1 and 2.
 - Decode overhead: the per-call time of apply_rope_ from Python minus the time of the C++
   apply_rope call on the same views (posenc._posenc._time_apply), for torch tensors and numpy
   arrays, with a table, a Frequencies and a RopeSpec.
@@ -227,6 +234,75 @@ def rope_cases(args, spec, torch_threads):
     return results
 
 
+def fused_cases(args, spec, torch_threads):
+    """The fused append against eager torch's rotation + reshape_and_cache (module docstring)."""
+    tokens = QUICK_PREFILL_TOKENS if args.quick else PREFILL_TOKENS
+    q_heads, kv_heads, block = 32, 8, 16
+    shapes = [("fused-prefill-q32-kv8", tokens, torch.arange(tokens)),
+              ("fused-decode-q32-kv8", 1, torch.tensor([DECODE_POSITION]))]
+    timer = Timer(args.min_sample_ms * 1e6, args.warmup_ms * 1e6)
+    gen = torch.Generator().manual_seed(4321)
+    table = posenc.CosSinTable(spec, max(tokens, DECODE_POSITION + 1), args.numerics)
+    results = []
+    for dtype_name, dtype in DTYPES.items():
+        for name, n_tokens, positions in shapes:
+            label = f"{name}/{dtype_name}"
+            progress(f"{label}: preparing")
+            q, k, v = ((torch.rand(n_tokens, h, HEAD_DIM, generator=gen) * 2 - 1).to(dtype)
+                       for h in (q_heads, kv_heads, kv_heads))
+            slots = torch.arange(n_tokens)
+            blocks = (n_tokens + block - 1) // block
+            caches = {who: (torch.zeros(blocks, block, kv_heads, HEAD_DIM, dtype=dtype),
+                            torch.zeros(blocks, block, kv_heads, HEAD_DIM, dtype=dtype))
+                      for who in ("torch", "posenc")}
+            cos, sin = hf_cos_sin(spec.rope_theta, positions, dtype)
+            q4, k4 = as_transformers_view(q), as_transformers_view(k)
+
+            def eager(q4=q4, k4=k4, cos=cos, sin=sin, v=v, slots=slots, kc=caches["torch"]):
+                q_rot, k_rot = eager_rope(q4, k4, cos, sin)
+                kc[0].view(-1, kv_heads, HEAD_DIM)[slots] = k_rot[0].transpose(0, 1)
+                kc[1].view(-1, kv_heads, HEAD_DIM)[slots] = v
+                return q_rot
+
+            def fused(n, q=q, k=k, v=v, positions=positions, slots=slots, kc=caches["posenc"]):
+                posenc.rope_append_kv_cache_(q, k, v, kc[0], kc[1], positions, table,
+                                             slot_mapping=slots, threads=n)
+
+            # The check: posenc on copies of q and k against eager torch on the originals.
+            want_q = eager()
+            qc, kcopy = q.clone(), k.clone()
+            posenc.rope_append_kv_cache_(qc, kcopy, v, caches["posenc"][0], caches["posenc"][1],
+                                         positions, table, slot_mapping=slots)
+            error = max(check(label + " q", dtype_name, as_transformers_view(qc), want_q),
+                        check(label + " key cache", dtype_name, caches["posenc"][0],
+                              caches["torch"][0]),
+                        check(label + " value cache", dtype_name, caches["posenc"][1],
+                              caches["torch"][1]))
+
+            variants = {}
+            default_threads = torch_threads["default"]
+            for n in torch_threads["timed"]:
+                variants[f"torch/threads:{n}"] = (lambda n=n: torch.set_num_threads(n), eager)
+            restore = lambda: torch.set_num_threads(default_threads)  # noqa: E731
+            for n in (1, 2):
+                variants[f"posenc/table/threads:{n}"] = (restore, lambda n=n: fused(n))
+            timings = measure(variants, timer, args.repetitions, label)
+            torch.set_num_threads(default_threads)
+            speedups = {}
+            for n in (1, 2):
+                p = timings[f"posenc/table/threads:{n}"]["median_ns"]
+                speedups[f"posenc/table/threads:{n}"] = {
+                    f"vs_torch/threads:{t}": timings[f"torch/threads:{t}"]["median_ns"] / p
+                    for t in torch_threads["timed"]}
+            results.append({
+                "case": name, "phase": "prefill" if n_tokens > 1 else "decode",
+                "dtype": dtype_name, "tokens": n_tokens, "q_heads": q_heads, "kv_heads": kv_heads,
+                "head_dim": HEAD_DIM, "block_size": block, "max_abs_error_vs_torch": error,
+                "timings": timings, "speedup": speedups,
+            })
+    return results
+
+
 def overhead_cases(args, spec):
     """Decode: apply_rope_ from Python minus the C++ call on the same views."""
     timer = Timer(args.min_sample_ms * 1e6, args.warmup_ms * 1e6)
@@ -352,6 +428,25 @@ def print_markdown(report):
                 cells.append(f'{c["speedup"][p][f"vs_torch/threads:{n}"]:.2f}x')
         print("| " + " | ".join(cells) + " |")
     print()
+    fused_cols = ["posenc/table/threads:1", "posenc/table/threads:2"]
+    print("Fused RoPE + KV-cache append (q 32 heads, k and v 8, a vLLM cache), median time per call "
+          "(min-max) and speedup over eager torch (rotation + reshape_and_cache):")
+    print()
+    head = ["case", "dtype"] + [c.replace("/threads:", " t") for c in torch_cols + fused_cols] + [
+        f"{p.replace('posenc/', '').replace('/threads:', ' t')} vs torch t{n}"
+        for p in fused_cols for n in report["torch"]["timed_threads"]]
+    print("| " + " | ".join(head) + " |")
+    print("|---|---|" + "---:|" * (len(head) - 2))
+    for c in report["fused"]:
+        cells = [c["case"], c["dtype"]]
+        for col in torch_cols + fused_cols:
+            t = c["timings"][col]
+            cells.append(f'{fmt_ns(t["median_ns"])} ({fmt_ns(t["min_ns"])}-{fmt_ns(t["max_ns"])})')
+        for p in fused_cols:
+            for n in report["torch"]["timed_threads"]:
+                cells.append(f'{c["speedup"][p][f"vs_torch/threads:{n}"]:.2f}x')
+        print("| " + " | ".join(cells) + " |")
+    print()
     print("Decode overhead (q 32 heads + k 8 heads, 1 token): apply_rope_ from Python minus the C++ call:")
     print()
     print("| input | dtype | cos/sin from | Python call | C++ call | overhead | goal <= 5 us | "
@@ -402,6 +497,7 @@ def main(argv=None):
     progress(f"load average before: {load_before}")
     t0 = time.time()
     cases = rope_cases(args, spec, torch_threads)
+    fused = fused_cases(args, spec, torch_threads)
     overhead = overhead_cases(args, spec)
     load_after = list(os.getloadavg())
     progress(f"load average after: {load_after} ({time.time() - t0:.0f} s)")
@@ -414,7 +510,7 @@ def main(argv=None):
         "cpu_count": os.cpu_count(), "machine": platform.machine(), "numerics": args.numerics,
         "repetitions": args.repetitions, "min_sample_ms": args.min_sample_ms,
         "load_before": load_before, "load_after": load_after,
-        "cases": cases, "overhead": overhead, "goals": goals(cases, overhead),
+        "cases": cases, "fused": fused, "overhead": overhead, "goals": goals(cases, overhead),
     }
     if args.json:
         json.dump(report, sys.stdout, indent=1)

@@ -76,6 +76,39 @@ def test_cases(report):
                 assert ratio == pytest.approx(want), f"{where} {p} {t}"
 
 
+def test_fused(report):
+    rows = report["fused"]
+    assert {(c["case"], c["dtype"]) for c in rows} == {
+        (f"fused-{phase}-q32-kv8", d) for phase in ("prefill", "decode") for d in ("float32", "bfloat16")}
+    torch_variants = [f"torch/threads:{n}" for n in report["torch"]["timed_threads"]]
+    posenc_variants = ["posenc/table/threads:1", "posenc/table/threads:2"]
+    for c in rows:
+        where = f'{c["case"]}/{c["dtype"]}'
+        assert c["q_heads"] == 32 and c["kv_heads"] == 8 and c["head_dim"] == 128, where
+        assert c["block_size"] == 16 and (c["tokens"] == 1) == (c["phase"] == "decode"), where
+        assert sorted(c["timings"]) == sorted(torch_variants + posenc_variants), where
+        for name, s in c["timings"].items():
+            check_stats(s, f"{where} {name}")
+        assert 0 <= c["max_abs_error_vs_torch"] < 0.05, where
+        for p in posenc_variants:
+            for t in torch_variants:
+                want = c["timings"][t]["median_ns"] / c["timings"][p]["median_ns"]
+                assert c["speedup"][p][f"vs_{t}"] == pytest.approx(want), f"{where} {p} {t}"
+
+
+def test_a_wrong_cache_append_is_refused(monkeypatch):
+    bench = load_bench_module()
+    real = bench.posenc.rope_append_kv_cache_
+
+    def unrotated(q, k, *args, **kwargs):  # k cached without its rotation: the check must see it
+        return real(None, k, *args, **{**kwargs, "rotate": False})
+
+    monkeypatch.setattr(bench.posenc, "rope_append_kv_cache_", unrotated)
+    with pytest.raises(SystemExit) as e:
+        bench.main(["--quick", "--json"])
+    assert "posenc differs from eager torch" in str(e.value)
+
+
 def test_overhead(report):
     rows = report["overhead"]
     assert {(o["kind"], o["dtype"], o["source"]) for o in rows} == {
@@ -113,7 +146,8 @@ def test_markdown_output(report, capsys):
     load_bench_module().print_markdown(report)
     out = capsys.readouterr().out
     for text in ("load average before:", "| prefill-q32-k8 | float32 |", "| decode-q32-k32 | bfloat16 |",
-                 "goal decode overhead <= 5000 ns", "| numpy | float32 | table |"):
+                 "goal decode overhead <= 5000 ns", "| numpy | float32 | table |",
+                 "| fused-prefill-q32-kv8 | bfloat16 |"):
         assert text in out
 
 
