@@ -393,6 +393,32 @@ def fmt_ns(ns):
     return f"{ns:.0f} ns"
 
 
+def print_table(head, rows):
+    print("| " + " | ".join(head) + " |")
+    print("|---|---|" + "---:|" * (len(head) - 2))
+    for cells in rows:
+        print("| " + " | ".join(cells) + " |")
+    print()
+
+
+def time_heads(cols):
+    return [c.replace("/threads:", " t") for c in cols]
+
+
+def time_cells(case, cols):
+    return [f'{fmt_ns(t["median_ns"])} ({fmt_ns(t["min_ns"])}-{fmt_ns(t["max_ns"])})'
+            for t in (case["timings"][col] for col in cols)]
+
+
+def speedup_heads(posenc_cols, threads):
+    return [f"{p.replace('posenc/', '').replace('/threads:', ' t')} vs torch t{n}"
+            for p in posenc_cols for n in threads]
+
+
+def speedup_cells(case, posenc_cols, threads):
+    return [f'{case["speedup"][p][f"vs_torch/threads:{n}"]:.2f}x' for p in posenc_cols for n in threads]
+
+
 def print_markdown(report):
     print(f'posenc {report["posenc_version"]} (commit {report["commit"]}), torch {report["torch"]["version"]} '
           f'(default threads {report["torch"]["default_threads"]}), numpy {report["numpy_version"]}, '
@@ -400,53 +426,27 @@ def print_markdown(report):
           f'{report["repetitions"]} repetitions')
     print(f'load average before: {report["load_before"]}, after: {report["load_after"]}')
     print()
-    torch_cols = [f"torch/threads:{n}" for n in report["torch"]["timed_threads"]]
+    threads = report["torch"]["timed_threads"]
+    torch_cols = [f"torch/threads:{n}" for n in threads]
     posenc_cols = ["posenc/table/threads:1", "posenc/table/threads:2", "posenc/spec/threads:1",
                    "posenc/spec/threads:2"]
-    head = ["case", "dtype"] + [c.replace("/threads:", " t") for c in torch_cols + posenc_cols]
     print("Median time per call of q+k (min-max):")
     print()
-    print("| " + " | ".join(head) + " |")
-    print("|---|---|" + "---:|" * (len(head) - 2))
-    for c in report["cases"]:
-        cells = [c["case"], c["dtype"]]
-        for col in torch_cols + posenc_cols:
-            t = c["timings"][col]
-            cells.append(f'{fmt_ns(t["median_ns"])} ({fmt_ns(t["min_ns"])}-{fmt_ns(t["max_ns"])})')
-        print("| " + " | ".join(cells) + " |")
-    print()
+    print_table(["case", "dtype"] + time_heads(torch_cols + posenc_cols),
+                [[c["case"], c["dtype"]] + time_cells(c, torch_cols + posenc_cols)
+                 for c in report["cases"]])
     print("Speedup of posenc over eager torch (ratio of the medians above):")
     print()
-    head = ["case", "dtype"] + [f"{p.replace('posenc/', '').replace('/threads:', ' t')} vs torch t{n}"
-                                for p in posenc_cols for n in report["torch"]["timed_threads"]]
-    print("| " + " | ".join(head) + " |")
-    print("|---|---|" + "---:|" * (len(head) - 2))
-    for c in report["cases"]:
-        cells = [c["case"], c["dtype"]]
-        for p in posenc_cols:
-            for n in report["torch"]["timed_threads"]:
-                cells.append(f'{c["speedup"][p][f"vs_torch/threads:{n}"]:.2f}x')
-        print("| " + " | ".join(cells) + " |")
-    print()
+    print_table(["case", "dtype"] + speedup_heads(posenc_cols, threads),
+                [[c["case"], c["dtype"]] + speedup_cells(c, posenc_cols, threads)
+                 for c in report["cases"]])
     fused_cols = ["posenc/table/threads:1", "posenc/table/threads:2"]
     print("Fused RoPE + KV-cache append (q 32 heads, k and v 8, a vLLM cache), median time per call "
           "(min-max) and speedup over eager torch (rotation + reshape_and_cache):")
     print()
-    head = ["case", "dtype"] + [c.replace("/threads:", " t") for c in torch_cols + fused_cols] + [
-        f"{p.replace('posenc/', '').replace('/threads:', ' t')} vs torch t{n}"
-        for p in fused_cols for n in report["torch"]["timed_threads"]]
-    print("| " + " | ".join(head) + " |")
-    print("|---|---|" + "---:|" * (len(head) - 2))
-    for c in report["fused"]:
-        cells = [c["case"], c["dtype"]]
-        for col in torch_cols + fused_cols:
-            t = c["timings"][col]
-            cells.append(f'{fmt_ns(t["median_ns"])} ({fmt_ns(t["min_ns"])}-{fmt_ns(t["max_ns"])})')
-        for p in fused_cols:
-            for n in report["torch"]["timed_threads"]:
-                cells.append(f'{c["speedup"][p][f"vs_torch/threads:{n}"]:.2f}x')
-        print("| " + " | ".join(cells) + " |")
-    print()
+    print_table(["case", "dtype"] + time_heads(torch_cols + fused_cols) + speedup_heads(fused_cols, threads),
+                [[c["case"], c["dtype"]] + time_cells(c, torch_cols + fused_cols)
+                 + speedup_cells(c, fused_cols, threads) for c in report["fused"]])
     print("Decode overhead (q 32 heads + k 8 heads, 1 token): apply_rope_ from Python minus the C++ call:")
     print()
     print("| input | dtype | cos/sin from | Python call | C++ call | overhead | goal <= 5 us | "
