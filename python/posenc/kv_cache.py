@@ -47,7 +47,8 @@ def rope_append_kv_cache_(q, k, v, key_cache, value_cache, positions, spec, *, s
     [batch + 1], kv_indices, kv_last_page_len [batch] (the cache after the append) and, per token,
     batch_indices and kv_positions (its position in its request's KV sequence).
 
-    k_scale, v_scale: fp8 caches only (stored = value / scale). rotate=False writes k as given
+    k_scale, v_scale: fp8 caches only (stored = value / scale; rounded to float32, the kernel's
+    scale, as vLLM keeps them). rotate=False writes k as given
     (pre-RoPE caching; q must be None then); k_in_place=True also stores the rotated k back into
     k. Inference only: tensors that require grad are refused (run under torch.no_grad())."""
     grad = _requires_grad(("q", q), ("k", k), ("v", v))

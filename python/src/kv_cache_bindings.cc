@@ -138,11 +138,12 @@ int append_kv(py::handle q, py::handle k, py::handle v, py::handle key_cache,
   if (!q.is_none()) qa = array_arg(q, "q", bf16);
   const ArrayArg pos_arg = array_arg(positions, "positions");
   const std::vector<std::int64_t> pos = read_positions(pos_arg, "positions");
-  // k sets the layout of the tokens: [tokens, heads, head_dim] or 2-D with head_size.
-  const Plan plan = make_plan(ka, pos_arg.shape, std::nullopt, head_size, axes_of(rope));
+  // q (else k) sets the layout of the tokens: [tokens, heads, head_dim] or 2-D with head_size.
+  const ArrayArg& lead = qa ? *qa : ka;
+  const Plan plan = make_plan(lead, pos_arg.shape, std::nullopt, head_size, axes_of(rope));
   if (plan.ndim == 4) {
-    value_error("k " + shape_str(ka.shape) +
-                ": expected [tokens, kv_heads, head_dim] or [tokens, kv_heads * head_dim] with "
+    value_error(std::string(qa ? "q " : "k ") + shape_str(lead.shape) +
+                ": expected [tokens, heads, head_dim] or [tokens, heads * head_dim] with "
                 "head_size= (one token per row, as engines append them)");
   }
   const DType kd = kernel_dtype(ka, "k"), vd = kernel_dtype(va, "v");
@@ -170,13 +171,10 @@ int append_kv(py::handle q, py::handle k, py::handle v, py::handle key_cache,
     throw py::type_error("key_cache: mixes torch tensors and numpy arrays with k; pass one kind");
   }
   KvCache cache = cache_of(kc, vc, layout);
+  // float32 scales, as the kernel takes them (and vLLM keeps them); the library refuses one that
+  // is not positive and finite there.
   cache.k_scale = static_cast<float>(k_scale);
   cache.v_scale = static_cast<float>(v_scale);
-  if (static_cast<double>(cache.k_scale) != k_scale ||
-      static_cast<double>(cache.v_scale) != v_scale) {
-    value_error("k_scale (" + std::to_string(k_scale) + ") and v_scale (" +
-                std::to_string(v_scale) + ") must be float32 values (the scale the kernel uses)");
-  }
 
   std::vector<std::int64_t> slots;
   std::vector<std::int32_t> indptr, indices, last_len, batch, kv_pos;

@@ -83,7 +83,8 @@ def test_vllm_layout_is_apply_rope_then_copy(dtype, cache_dtype, k_in_place):
     kc = empty_cache((blocks, block, hkv, D), cache_dtype)
     vc = empty_cache((blocks, block, hkv, D), cache_dtype)
     before = as_bits(kc).copy()
-    k_scale, v_scale = (0.25, 3.0) if cache_dtype == "fp8" else (1.0, 1.0)  # 3: a division
+    # 0.25: multiplied by its inverse; 0.1 (rounded to float32): a division
+    k_scale, v_scale = (0.25, 0.1) if cache_dtype == "fp8" else (1.0, 1.0)
     out = posenc.rope_append_kv_cache_(q, k, v, kc, vc, positions, SPEC, slot_mapping=slots,
                                        k_scale=k_scale, v_scale=v_scale, k_in_place=k_in_place)
     assert out[0] is q and out[1] is kc and out[2] is vc
