@@ -169,6 +169,49 @@ TEST(KvCache, Fp8E4M3ConversionMatchesReference) {
   EXPECT_EQ(posenc_ref::ToFp8E4M3(std::numeric_limits<float>::quiet_NaN()) & 0x7F, 0x7F);
 }
 
+// Every bf16 bit pattern as v into an fp8 cache, on every target: AVX-512 converts bf16 with a
+// power-of-two scale 2^-s (|s| <= 100) in 16-bit lanes without widening to float32
+// (StoreBf16AsFp8, kv_cache-inl.h), the other scales and targets through float32; both must
+// give the reference's e4m3(v / scale). Scales inside the 16-bit path's range at both ends and
+// just outside it, a divide (0.1) and the identity; rows of 48 so the 32-lane body and the
+// float32 tail both run. Also as k without rotation (rotate = false converts k as v).
+TEST(KvCache, EveryBf16ToFp8MatchesReference) {
+  const std::int64_t d = 48;
+  std::vector<std::uint16_t> bits(65536);
+  std::iota(bits.begin(), bits.end(), 0);
+  while (static_cast<std::int64_t>(bits.size()) % d) bits.push_back(0x3F80);
+  const auto tokens = static_cast<std::int64_t>(bits.size()) / d;
+  for (float scale : {1.0f, 0.25f, 4.0f, 1.0f / 64, std::ldexp(1.0f, -100), std::ldexp(1.0f, 100),
+                      std::ldexp(1.0f, -101), std::ldexp(1.0f, 101), 0.1f}) {
+    std::vector<std::uint8_t> expect(bits.size());
+    for (std::size_t i = 0; i < bits.size(); ++i)
+      expect[i] = posenc_ref::ToFp8E4M3(posenc_ref::FromBf16(bits[i]) / scale);
+    posenc_test::ForEachTarget([&](const std::string& target) {
+      const posenc::Frequencies f =
+          posenc::compute_frequencies(posenc::testing::Spec(d, d, 0, Layout::kHalfSplit));
+      std::vector<std::uint8_t> kc(bits.size()), vc(bits.size());
+      posenc::KvCache cache = posenc::KvCache::contiguous(
+          kc.data(), vc.data(), CacheDType::kFp8E4M3, KvCacheLayout::kVllm, tokens, 1, 1, d);
+      cache.k_scale = cache.v_scale = scale;
+      std::vector<std::int64_t> pos(static_cast<std::size_t>(tokens), 0), slots(pos.size());
+      std::iota(slots.begin(), slots.end(), 0);
+      posenc::KvAppendArgs a;
+      a.k = posenc::TensorView::contiguous(bits.data(), DType::kBF16, tokens, 1, d);
+      a.v = a.k;
+      a.rotate = false;
+      a.positions = std::span<const std::int64_t>(pos);
+      a.slot_mapping = slots;
+      posenc::rope_append_kv_cache(f, cache, a);
+      for (std::size_t i = 0; i < bits.size(); ++i) {
+        ASSERT_EQ(static_cast<int>(vc[i]), static_cast<int>(expect[i]))
+            << target << ": v bf16 0x" << std::hex << bits[i] << " / scale " << scale;
+        ASSERT_EQ(static_cast<int>(kc[i]), static_cast<int>(expect[i]))
+            << target << ": k bf16 0x" << std::hex << bits[i] << " / scale " << scale;
+      }
+    });
+  }
+}
+
 // bf16 rounding of arbitrary float32 bits (the value path converts v as given), on every target
 // and at every lane position (head_dims that run the two-vector, one-vector and one-lane loops):
 // ties to even both ways, -0, subnormals, max finite rounding to infinity, NaN payloads kept NaN

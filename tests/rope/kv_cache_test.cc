@@ -62,30 +62,38 @@ TEST(KvCache, FusedEqualsApplyThenCopyOnEveryTargetDtypeAndLayout) {
   });
 }
 
+// Partial rotary: dims 6..21 of 40 (rows shorter than the kernels' two-vector bodies) and dims
+// 4..67 of 72 (32 pairs: the two-vector bodies run, on AVX-512 bf16 k into an fp8 cache with a
+// power-of-two scale through StoreBf16AsFp8, k in place too).
 TEST(KvCache, PartialRotaryPackedQkvStridedCacheAndInPlaceKey) {
   std::mt19937 rng(11);
+  struct Dims {
+    std::int64_t head_dim, rotary_dim, offset;
+  };
   posenc_test::ForEachTarget([&](const std::string&) {
     for (DType dtype : {DType::kF32, DType::kBF16}) {
       for (CacheDType cache : kCacheDTypes) {
         for (KvCacheLayout layout : kLayouts) {
           for (Layout rope : {Layout::kHalfSplit, Layout::kInterleaved}) {
             for (bool in_place : {false, true}) {
-              Case c;
-              c.spec = posenc::testing::Spec(40, 16, 6, rope);  // dims 6..21 rotate
-              c.dtype = dtype;
-              c.v_dtype = dtype == DType::kF32 ? DType::kF16 : dtype;  // v of another dtype too
-              c.cache_dtype = cache;
-              c.layout = layout;
-              c.packed = true;
-              c.page_pad = 5;
-              c.k_in_place = in_place;
-              // fp8: a power-of-two scale (the kernel multiplies by its exact reciprocal) and
-              // another (it divides), each on k (the rotated path) and on v (the copy path).
-              if (cache == CacheDType::kFp8E4M3) {
-                c.k_scale = in_place ? 0.5f : 3.0f;
-                c.v_scale = in_place ? 3.0f : 0.5f;
+              for (const Dims dims : {Dims{40, 16, 6}, Dims{72, 64, 4}}) {
+                Case c;
+                c.spec = posenc::testing::Spec(dims.head_dim, dims.rotary_dim, dims.offset, rope);
+                c.dtype = dtype;
+                c.v_dtype = dtype == DType::kF32 ? DType::kF16 : dtype;  // v of another dtype too
+                c.cache_dtype = cache;
+                c.layout = layout;
+                c.packed = true;
+                c.page_pad = 5;
+                c.k_in_place = in_place;
+                // fp8: a power-of-two scale (the kernel multiplies by its exact reciprocal) and
+                // another (it divides), each on k (the rotated path) and on v (the copy path).
+                if (cache == CacheDType::kFp8E4M3) {
+                  c.k_scale = in_place ? 0.5f : 3.0f;
+                  c.v_scale = in_place ? 3.0f : 0.5f;
+                }
+                CheckCase(c, rng, Name(c) + (in_place ? " k in place" : ""));
               }
-              CheckCase(c, rng, Name(c) + (in_place ? " k in place" : ""));
             }
           }
         }
