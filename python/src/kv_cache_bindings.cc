@@ -16,6 +16,7 @@
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>
 
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <optional>
@@ -121,7 +122,7 @@ std::span<const std::int32_t> index_arg(py::handle obj, const std::string& name,
   return out;
 }
 
-// posenc.rope_append_kv_cache_ (ops.py). Returns the threads that ran.
+// posenc.rope_append_kv_cache_ (kv_cache.py). Returns the threads that ran.
 int append_kv(py::handle q, py::handle k, py::handle v, py::handle key_cache,
               py::handle value_cache, py::handle positions, py::handle rope,
               const std::string& layout_name, py::handle slot_mapping, py::handle kv_indptr,
@@ -172,7 +173,13 @@ int append_kv(py::handle q, py::handle k, py::handle v, py::handle key_cache,
   }
   KvCache cache = cache_of(kc, vc, layout);
   // float32 scales, as the kernel takes them (and vLLM keeps them); the library refuses one that
-  // is not positive and finite there.
+  // is not positive and finite there. A double beyond float32's range has no float32 to round to.
+  for (const auto& [value, name] : {std::pair{k_scale, "k_scale"}, std::pair{v_scale, "v_scale"}}) {
+    if (std::abs(value) > static_cast<double>(std::numeric_limits<float>::max())) {
+      value_error(std::string(name) + " (" + std::to_string(value) +
+                  ") is beyond float32's range; expected a positive finite float32 scale");
+    }
+  }
   cache.k_scale = static_cast<float>(k_scale);
   cache.v_scale = static_cast<float>(v_scale);
 

@@ -198,6 +198,7 @@ def call(**over):
     (dict(key_cache=torch.zeros(2, 4, 1, D, dtype=torch.int32),
           value_cache=torch.zeros(2, 4, 1, D, dtype=torch.int32)), TypeError, "cache dtype"),
     (dict(k_scale=2.0), ValueError, "scale"),
+    (dict(v_scale=1e300), ValueError, "v_scale"),
     (dict(positions=torch.arange(3)), ValueError, "positions"),
     (dict(threads=0), ValueError, "threads"),
 ])
