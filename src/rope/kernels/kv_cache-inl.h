@@ -196,6 +196,22 @@ HWY_INLINE void EmitK2(KTag ktag, CTag ctag, D d, hn::Vec<D> y0, hn::Vec<D> y1,
   }
 }
 
+// The shift of StoreBf16AsFp8 for bf16 (k or v) into an fp8 cache with this scale, or
+// kNoBf16Fp8Shift where it does not apply (other dtypes or targets, other scales). Shifts are
+// negative for scales above 1.
+inline constexpr int kNoBf16Fp8Shift = 1 << 20;
+
+template <class KTag, class CTag>
+HWY_INLINE int Bf16Fp8StoreShift([[maybe_unused]] CacheScale scale) {
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
+  if constexpr (std::is_same_v<KTag, BF16Tag> && std::is_same_v<CTag, Fp8Tag>) {
+    int s = 0;
+    if (Bf16Fp8Shift(scale.inv, s)) return s;
+  }
+#endif
+  return kNoBf16Fp8Shift;
+}
+
 // Dims [0, count) converted from `in` to the cache, unchanged in value (apart from fp8's scale).
 template <class InTag, class CTag>
 HWY_NOINLINE void ConvertCopy(InTag itag, CTag ctag, const typename InTag::Storage* in,
@@ -210,8 +226,8 @@ HWY_NOINLINE void ConvertCopy(InTag itag, CTag ctag, const typename InTag::Stora
   std::int64_t i = 0;
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
   if constexpr (std::is_same_v<InTag, BF16Tag> && std::is_same_v<CTag, Fp8Tag>) {
-    int shift = 0;
-    if (Bf16Fp8Shift(scale.inv, shift)) {
+    const int shift = Bf16Fp8StoreShift<InTag, CTag>(scale);
+    if (shift != kNoBf16Fp8Shift) {
       const hn::ScalableTag<std::uint16_t> du;
       const auto lanes = static_cast<std::int64_t>(hn::Lanes(du));
       for (; i + lanes <= count; i += lanes) StoreBf16AsFp8(hn::LoadU(du, in + i), shift, out + i);
@@ -232,20 +248,7 @@ HWY_NOINLINE void ConvertCopy(InTag itag, CTag ctag, const typename InTag::Stora
   for (; i < count; ++i) StoreCache(ctag, d1, LoadF32(itag, d1, in + i), out + i, scale);
 }
 
-// The shift of StoreBf16AsFp8 for bf16 k into an fp8 cache with this scale, or -1 where it does
-// not apply (other dtypes or targets, other scales).
-template <class KTag, class CTag>
-HWY_INLINE int Bf16Fp8KShift([[maybe_unused]] CacheScale scale) {
-#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
-  if constexpr (std::is_same_v<KTag, BF16Tag> && std::is_same_v<CTag, Fp8Tag>) {
-    int s = 0;
-    if (Bf16Fp8Shift(scale.inv, s)) return s;
-  }
-#endif
-  return -1;
-}
-
-// EmitK2, or where Bf16Fp8KShift gave a shift: the two vectors' bf16 words (what apply_rope
+// EmitK2, or where Bf16Fp8StoreShift gave a shift: the two vectors' bf16 words (what apply_rope
 // stores, also to `back`) converted to E4M3 in 16-bit lanes.
 template <class KTag, class CTag, class D>
 HWY_INLINE void EmitK2Shifted(KTag ktag, CTag ctag, D d, hn::Vec<D> y0, hn::Vec<D> y1,
@@ -254,7 +257,7 @@ HWY_INLINE void EmitK2Shifted(KTag ktag, CTag ctag, D d, hn::Vec<D> y0, hn::Vec<
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
   if constexpr (std::is_same_v<KTag, BF16Tag> && std::is_same_v<CTag, Fp8Tag> &&
                 hn::MaxLanes(D()) * 2 == hn::MaxLanes(hn::ScalableTag<std::uint16_t>())) {
-    if (shift >= 0) {
+    if (shift != kNoBf16Fp8Shift) {
       alignas(64) std::uint16_t words[2 * hn::MaxLanes(D())];
       std::uint16_t* w = back ? back : words;
       StoreResultsF32x2(ktag, d, y0, y1, w);
@@ -272,7 +275,7 @@ HWY_NOINLINE void RotateKHead(KTag ktag, CTag ctag, const typename KTag::Storage
                               const TokenKv& t) {
   const std::int64_t n = t.pairs;
   const CacheScale scale{t.k_scale, t.k_inv_scale};
-  [[maybe_unused]] const int shift = Bf16Fp8KShift<KTag, CTag>(scale);
+  [[maybe_unused]] const int shift = Bf16Fp8StoreShift<KTag, CTag>(scale);
   auto at = [&](std::int64_t j) { return back ? back + j : nullptr; };
   if (t.layout == Layout::kHalfSplit) {
     std::int64_t i = 0;
