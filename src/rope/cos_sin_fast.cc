@@ -102,7 +102,17 @@ const std::vector<double>& CosSinStepper::step_factors(unsigned moving) {
 }
 
 void CosSinStepper::row(std::span<const std::int64_t> ap, float* c, float* s) {
-  const std::size_t n = w_.size();
+  // One axis moving by one (a prefill's rows): straight to the step, without the multi-axis
+  // bookkeeping below (in a profile of 8 f16 heads rotated on the fly it took 8% of the time,
+  // the step itself 20%).
+  if (ap.size() == 1 && last_pos_.size() == 1 && since_anchor_ >= 0 && since_anchor_ < kMaxSteps) {
+    const std::int64_t p = ap[0];
+    if (p - 1 == last_pos_[0] && p < (std::int64_t{1} << 31)) {
+      last_pos_[0] = p;
+      step(1u, ap.data(), c, s);
+      return;
+    }
+  }
   std::int64_t same[kMaxAxes];
   if (ap.size() == 1 && last_pos_.size() > 1) {
     std::fill(same, same + last_pos_.size(), ap[0]);
@@ -130,30 +140,38 @@ void CosSinStepper::row(std::span<const std::int64_t> ap, float* c, float* s) {
   if (!steppable || moving == 0) {
     anchor(ap.data(), c, s);
   } else {
-    const std::vector<double>& f = step_factors(moving);
-    ++since_anchor_;
-    CosSinStep st;
-    st.c = c_.data();
-    st.s = s_.data();
-    st.uc = f.data();
-    st.us = f.data() + n;
-    st.n = static_cast<std::int64_t>(n);
-    st.bound =
-        bound_scale_ * std::abs(af_) * kUnitRoundoff * static_cast<double>(8 * since_anchor_ + 16);
-    st.cos_out = c;
-    st.sin_out = s;
-    st.flagged = flagged_.data();
-    const std::int64_t k = cos_sin_step(st);
-    for (std::int64_t j = 0; j < k; ++j) {
-      const auto i = static_cast<std::size_t>(flagged_[static_cast<std::size_t>(j)]);
-      double se, ce;
-      exact_sincos(ap[slot_axis_[i]], w_[i], se, ce);
-      c[i] = static_cast<float>(ce * af_);
-      s[i] = static_cast<float>(se * af_);
-    }
-    stats_.exact_pairs += k;
-    ++stats_.steps;
+    step(moving, ap.data(), c, s);
   }
+}
+
+void CosSinStepper::step(unsigned moving, const std::int64_t* ap, float* c, float* s) {
+  const std::size_t n = w_.size();
+  if (moving != last_moving_) {
+    last_factors_ = step_factors(moving).data();
+    last_moving_ = moving;
+  }
+  ++since_anchor_;
+  CosSinStep st;
+  st.c = c_.data();
+  st.s = s_.data();
+  st.uc = last_factors_;
+  st.us = last_factors_ + n;
+  st.n = static_cast<std::int64_t>(n);
+  st.bound =
+      bound_scale_ * std::abs(af_) * kUnitRoundoff * static_cast<double>(8 * since_anchor_ + 16);
+  st.cos_out = c;
+  st.sin_out = s;
+  st.flagged = flagged_.data();
+  const std::int64_t k = cos_sin_step(st);
+  for (std::int64_t j = 0; j < k; ++j) {
+    const auto i = static_cast<std::size_t>(flagged_[static_cast<std::size_t>(j)]);
+    double se, ce;
+    exact_sincos(ap[slot_axis_[i]], w_[i], se, ce);
+    c[i] = static_cast<float>(ce * af_);
+    s[i] = static_cast<float>(se * af_);
+  }
+  stats_.exact_pairs += k;
+  ++stats_.steps;
 }
 
 }  // namespace posenc::detail

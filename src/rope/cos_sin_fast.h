@@ -44,6 +44,8 @@ class CosSinStepper {
 
  private:
   void anchor(const std::int64_t* axis_positions, float* c, float* s);
+  // The next row by one step of the axes in `moving` (bit a: axis a moves by one).
+  void step(unsigned moving, const std::int64_t* axis_positions, float* c, float* s);
   const std::vector<double>& step_factors(unsigned moving);
 
   std::vector<double> w_;
@@ -57,7 +59,9 @@ class CosSinStepper {
   // Step factors per set of moving axes (bit a: axis a moves by one): [uc | us], 2n each; (1, 0)
   // for pairs of axes that stay.
   std::vector<std::vector<double>> factors_;
-  std::vector<double> unit_step_;   // exact cos w_i, sin w_i, made on the first step
+  std::vector<double> unit_step_;  // exact cos w_i, sin w_i, made on the first step
+  unsigned last_moving_ = 0;       // the step factors of the last step (0: none yet)
+  const double* last_factors_ = nullptr;
   std::int64_t since_anchor_ = -1;  // -1: no row yet
   Stats stats_;
 };

@@ -125,6 +125,21 @@ TEST(CosSinFast, SteppedRowsAreTheExactRowsOnEveryTarget) {
   });
 }
 
+TEST(CosSinFast, LongRowsSpanSeveralGroupsOfVectors) {
+  // 550 pairs: the step checks up to 64 vectors before it looks at the ones that failed, so a row
+  // this long is two groups on every target (68 vectors of 8 doubles and a tail of 6 on AVX-512)
+  // and pairs of the second group must be found and recomputed too.
+  const Frequencies f = posenc::compute_frequencies(
+      posenc::testing::make_spec(posenc::Method::kYarn, 1100, 10000.0, 16.0, 4096));
+  ASSERT_EQ(f.pair_count(), 550);
+  const std::int64_t run = 300;
+  ForEachTarget([&](const std::string&) {
+    const RunResult r = StepAndCompare(f, Anchors(run, 4, 13), run, 1.0);
+    EXPECT_EQ(r.differing, 0);
+    EXPECT_GT(r.stats.exact_pairs, 0);
+  });
+}
+
 TEST(CosSinFast, WithoutTheBoundSteppedRowsDiffer) {
   // The same runs with the bound shrunk to 0: nothing is recomputed, and some rows come out
   // different from the exact path's. So the fallback is what keeps them identical.

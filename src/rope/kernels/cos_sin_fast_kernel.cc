@@ -7,6 +7,9 @@
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>
 
+#include <bit>
+#include <cstdint>
+
 #include "rope/kernels/cos_sin_fast_kernel.h"
 // clang-format on
 
@@ -71,9 +74,21 @@ std::int64_t CosSinStepRow(const CosSinStep& a) {
   float* HWY_RESTRICT os = a.sin_out;
   const std::int64_t n = a.n;
   std::int64_t flagged = 0, i = 0;
-  for (; i + lanes <= n; i += lanes) {
-    if (!StepLanes(d, c + i, s + i, uc + i, us + i, oc + i, os + i, bound))
-      flagged = FlagLanes(a, i, i + lanes, flagged);
+  // Groups of up to 64 vectors without a branch per vector (the check fails for about 2e-3 of
+  // the pairs): a bit per vector that failed, then the per-entry check of those, so the vectors
+  // of a row overlap in the pipeline. The row is bound by its four double-to-float conversions
+  // per vector (about 1.75 cycles each on Zen 5, 1.6 on Sapphire Rapids), not by this loop.
+  while (i + lanes <= n) {
+    const std::int64_t begin = i;
+    std::uint64_t failed = 0;
+    for (unsigned g = 0; g < 64 && i + lanes <= n; ++g, i += lanes) {
+      const bool ok = StepLanes(d, c + i, s + i, uc + i, us + i, oc + i, os + i, bound);
+      failed |= static_cast<std::uint64_t>(!ok) << g;
+    }
+    for (; failed != 0; failed &= failed - 1) {
+      const std::int64_t at = begin + lanes * static_cast<std::int64_t>(std::countr_zero(failed));
+      flagged = FlagLanes(a, at, at + lanes, flagged);
+    }
   }
   const hn::CappedTag<double, 1> d1;
   const auto bound1 = hn::Set(d1, a.bound);
