@@ -62,6 +62,39 @@ TEST(KvCache, FusedEqualsApplyThenCopyOnEveryTargetDtypeAndLayout) {
   });
 }
 
+// bf16 k into an fp8 cache, every dim rotated, heads packed: with a power-of-two scale the
+// kernel rotates a token's heads with apply_rope's kernel into k itself (k in place) or a buffer
+// of 8192 words, then rounds them (kv_cache-inl.h, AppendBf16KAsFp8ByToken); 72 heads of 128 are
+// more than that buffer and take the per-head path. k in place is compared too.
+TEST(KvCache, Bf16KeyIntoFp8WholeTokenInPlaceAndBeyondTheBuffer) {
+  std::mt19937 rng(17);
+  posenc_test::ForEachTarget([&](const std::string& target) {
+    for (KvCacheLayout layout : kLayouts) {
+      for (Layout rope : {Layout::kHalfSplit, Layout::kInterleaved}) {
+        for (bool in_place : {false, true}) {
+          for (std::int64_t kv_heads : {4, 72}) {
+            for (float scale : {0.0625f, 3.0f}) {
+              Case c;
+              c.spec = posenc::testing::Spec(128, 128, 0, rope);
+              c.dtype = c.v_dtype = DType::kBF16;
+              c.cache_dtype = CacheDType::kFp8E4M3;
+              c.layout = layout;
+              c.tokens = 3;
+              c.q_heads = kv_heads;
+              c.kv_heads = kv_heads;
+              c.k_in_place = in_place;
+              c.k_scale = c.v_scale = scale;
+              CheckCase(c, rng,
+                        target + " " + Name(c) + " heads " + std::to_string(kv_heads) +
+                            (in_place ? " k in place" : ""));
+            }
+          }
+        }
+      }
+    }
+  });
+}
+
 // Partial rotary: dims 6..21 of 40 (rows shorter than the kernels' two-vector bodies) and dims
 // 4..67 of 72 (32 pairs: the two-vector bodies run, on AVX-512 bf16 k into an fp8 cache with a
 // power-of-two scale through StoreBf16AsFp8, k in place too).

@@ -23,7 +23,7 @@
 #include <hwy/highway.h>
 
 #include <algorithm>
-#include <cmath>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -91,10 +91,13 @@ HWY_INLINE void StoreFp8(D d, hn::Vec<D> v, std::uint8_t* p) {
 inline constexpr int kMaxBf16Fp8Shift = 100;
 
 // s where inv = 2^s exactly and |s| <= kMaxBf16Fp8Shift; false otherwise (the float path).
+// From the bits (a libm frexp per head was 2% of a 64-token decode): a positive normal power
+// of two has no mantissa bits; subnormal ones are below 2^-126, outside the range anyway.
 inline bool Bf16Fp8Shift(float inv, int& s) {
-  int e = 0;
-  if (!(inv > 0.0f) || std::frexp(inv, &e) != 0.5f) return false;
-  s = e - 1;
+  const auto bits = std::bit_cast<std::uint32_t>(inv);
+  const auto exponent = static_cast<int>(bits >> 23);  // the sign bit makes it > 255
+  if ((bits & 0x7FFFFFu) != 0 || exponent < 1 || exponent > 254) return false;
+  s = exponent - 127;
   return s >= -kMaxBf16Fp8Shift && s <= kMaxBf16Fp8Shift;
 }
 
@@ -436,11 +439,61 @@ HWY_INLINE bool AppendKFixed(Tag tag, const TokenKv& t) {
 }
 #endif
 
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
+// bf16 k into an fp8 cache with a power-of-two scale (StoreBf16AsFp8), every dim rotated, heads
+// packed: the token's heads rotated by rotate_token_heads, apply_rope's own kernel (AVX-512 BF16's
+// rounding and rows in registers where it has them), into k itself when it is rotated in place
+// or else a buffer on the stack, then each head's words rounded to E4M3 by ConvertCopy, all in
+// L1. Rotating and rounding in one loop (RotateKHead) needs more than the 32 vector registers:
+// GCC re-broadcast StoreBf16AsFp8's constants on every iteration, and a 64-token decode of Llama 2
+// 7B took about 1.25 times rotate-then-copy (Zen 5). The same bits: the words are apply_rope's,
+// and ConvertCopy rounds them as EmitK2Shifted does. (A bf16 cache the same way was slower than
+// AppendKRowInRegisters at prefill, 6.1 against 5.5 ms for Llama 2 7B: left as it is.) False,
+// nothing done, where it does not apply.
+HWY_INLINE bool AppendBf16KAsFp8ByToken(const TokenKv& t) {
+  constexpr std::int64_t kMaxWords = 8192;  // 16 KiB: Llama 2 7B's 32 heads of 128 take half
+  const CacheScale ks{t.k_scale, t.k_inv_scale};
+  if (Bf16Fp8StoreShift<BF16Tag, Fp8Tag>(ks) == kNoBf16Fp8Shift || t.pairs == 0 || t.offset != 0 ||
+      2 * t.pairs != t.head_dim || t.k_head_stride != t.head_dim ||
+      t.heads * t.head_dim > kMaxWords) {
+    return false;
+  }
+  alignas(64) std::uint16_t words[kMaxWords];
+  TokenHeads th;
+  th.in = t.k;
+  th.out = t.k_back ? t.k_back : words;
+  th.dtype = DType::kBF16;
+  th.heads = t.heads;
+  th.head_stride = t.head_dim;
+  th.head_dim = t.head_dim;
+  th.offset = 0;
+  th.pairs = t.pairs;
+  th.layout = t.layout;
+  th.copy_rest = false;  // every dim is rotated
+  th.c = t.c;
+  th.s = t.s;
+  rotate_token_heads(th);
+  const auto* rotated = static_cast<const std::uint16_t*>(th.out);
+  auto* out = static_cast<std::uint8_t*>(t.k_cache);
+  for (std::int64_t h = 0; h < t.heads; ++h) {
+    CacheRow<std::uint8_t> row(t, out + h * t.cache_head_stride);
+    ConvertCopy(BF16Tag(), Fp8Tag(), rotated + h * t.head_dim, row.target(), t.head_dim, ks);
+    row.Flush(t.head_dim);
+  }
+  return true;
+}
+#endif
+
 template <class KTag, class CTag>
 HWY_INLINE void AppendK(KTag ktag, CTag ctag, const TokenKv& t) {
 #if POSENC_KV_CACHE_FULL_VECTORS && !HWY_HAVE_SCALABLE
   if constexpr (std::is_same_v<KTag, CTag>) {
     if (AppendKFixed(ktag, t)) return;
+  }
+#endif
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
+  if constexpr (std::is_same_v<KTag, BF16Tag> && std::is_same_v<CTag, Fp8Tag>) {
+    if (AppendBf16KAsFp8ByToken(t)) return;
   }
 #endif
   using K = typename KTag::Storage;
