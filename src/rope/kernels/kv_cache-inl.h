@@ -447,9 +447,10 @@ HWY_INLINE bool AppendKFixed(Tag tag, const TokenKv& t) {
 // L1. Rotating and rounding in one loop (RotateKHead) needs more than the 32 vector registers:
 // GCC re-broadcast StoreBf16AsFp8's constants on every iteration, and a 64-token decode of Llama 2
 // 7B took about 1.25 times rotate-then-copy (Zen 5). The same bits: the words are apply_rope's,
-// and ConvertCopy rounds them as EmitK2Shifted does. (A bf16 cache the same way was slower than
-// AppendKRowInRegisters at prefill, 6.1 against 5.5 ms for Llama 2 7B: left as it is.) False,
-// nothing done, where it does not apply.
+// and ConvertCopy rounds them as EmitK2Shifted does. (A bf16 cache the same way was no faster
+// than AppendKRowInRegisters at prefill, three alternations: Llama 2 7B 5.88-5.93 against
+// 5.66-5.88 ms, Llama 3 8B 1.92-2.02 against 2.09-2.20 ms; left as it is.) False, nothing done,
+// where it does not apply.
 HWY_INLINE bool AppendBf16KAsFp8ByToken(const TokenKv& t) {
   constexpr std::int64_t kMaxWords = 8192;  // 16 KiB: Llama 2 7B's 32 heads of 128 take half
   const CacheScale ks{t.k_scale, t.k_inv_scale};
