@@ -114,6 +114,61 @@ int run(const RopeSpec& spec, const std::vector<Pass>& passes, std::int64_t toke
   const bool interleaved = spec.layout == Layout::kInterleaved;
   const float sign = direction == Direction::kInverse ? -1.0f : 1.0f;
 
+  // Whole tokens (no splits) of passes whose heads can go in one call: blocks of kBlockTokens
+  // tokens, their rows made first, then one kernel call per pass and block (rotate.h's
+  // TokenBlock). A pass out of place with another head stride goes head by head below.
+  bool blocks = splits == 1;
+  for (const Pass& p : passes) {
+    if (!same_memory(*p.in, *p.out) && p.out->head_stride != p.in->head_stride) blocks = false;
+  }
+  if (blocks) {
+    auto block_body = [&](std::int64_t begin, std::int64_t end) {
+      // 16 rows of n pairs: c, s, and the kernel forms c2, s2 (2n each): 6n floats a token.
+      constexpr std::int64_t kBlockTokens = 16;
+      std::vector<float> buffer(static_cast<std::size_t>(kBlockTokens * 6 * n));
+      const float* cs[kBlockTokens];
+      const float* ss[kBlockTokens];
+      for (std::int64_t t0 = begin; t0 < end; t0 += kBlockTokens) {
+        const std::int64_t count = std::min(kBlockTokens, end - t0);
+        for (std::int64_t k = 0; k < count; ++k) {
+          float* slot = buffer.data() + k * 6 * n;
+          const auto [rc, rs] =
+              detail::kernel_row(spec.layout, sign, n, row(t0 + k, slot, slot + n), slot + n,
+                                 slot + 2 * n, slot + 4 * n);
+          cs[k] = rc;
+          ss[k] = rs;
+        }
+        for (const Pass& p : passes) {
+          const std::int64_t es = static_cast<std::int64_t>(dtype_size(p.in->dtype));
+          detail::TokenBlock b;
+          b.heads.in = static_cast<const char*>(p.in->data) + t0 * p.in->token_stride * es;
+          b.heads.out = static_cast<char*>(p.out->data) + t0 * p.out->token_stride * es;
+          b.heads.dtype = p.in->dtype;
+          b.heads.heads = p.in->heads;
+          b.heads.head_stride = p.in->head_stride;
+          b.heads.head_dim = p.in->head_dim;
+          b.heads.offset = spec.rotary_offset;
+          b.heads.pairs = n;
+          b.heads.layout = spec.layout;
+          b.heads.copy_rest = !same_memory(*p.in, *p.out);
+          b.tokens = count;
+          b.in_token_stride = p.in->token_stride;
+          b.out_token_stride = p.out->token_stride;
+          b.c = cs;
+          b.s = ss;
+          detail::rotate_token_block(b);
+        }
+      }
+    };
+    const int used = static_cast<int>(std::clamp<std::int64_t>(tokens, 1, threads));
+    if (used == 1) {
+      block_body(0, tokens);
+    } else {
+      detail::ThreadPool::shared(used).run(used, tokens, block_body);
+    }
+    return used;
+  }
+
   auto body = [&](std::int64_t begin, std::int64_t end) {
     std::vector<float> c(static_cast<std::size_t>(n)), s(static_cast<std::size_t>(n));
     std::vector<float> c2(interleaved ? static_cast<std::size_t>(2 * n) : 0), s2(c2.size());

@@ -294,6 +294,34 @@ void RotateTokenHeads(const TokenHeads& t) {
   }
 }
 
+// The token loop inside the target's code: one dispatch and one dtype branch per block, and
+// RotateTyped inlined into the loop.
+template <class Tag>
+HWY_NOINLINE void RotateBlockTyped(Tag tag, const TokenBlock& b) {
+  using T = typename Tag::Storage;
+  TokenHeads t = b.heads;
+  const T* in = static_cast<const T*>(b.heads.in);
+  T* out = static_cast<T*>(b.heads.out);
+  for (std::int64_t k = 0; k < b.tokens; ++k) {
+    t.in = in + k * b.in_token_stride;
+    t.out = out + k * b.out_token_stride;
+    t.c = b.c[k];
+    t.s = b.s[k];
+    RotateTyped(tag, t);
+  }
+}
+
+void RotateTokenBlock(const TokenBlock& b) {
+  switch (b.heads.dtype) {
+    case DType::kF32:
+      return RotateBlockTyped(F32Tag(), b);
+    case DType::kF16:
+      return RotateBlockTyped(F16Tag(), b);
+    case DType::kBF16:
+      return RotateBlockTyped(BF16Tag(), b);
+  }
+}
+
 const char* TargetName() { return hwy::TargetName(HWY_TARGET); }
 
 }  // namespace HWY_NAMESPACE
@@ -304,9 +332,12 @@ HWY_AFTER_NAMESPACE();
 namespace posenc::detail {
 
 HWY_EXPORT(RotateTokenHeads);
+HWY_EXPORT(RotateTokenBlock);
 HWY_EXPORT(TargetName);
 
 void rotate_token_heads(const TokenHeads& args) { HWY_DYNAMIC_DISPATCH(RotateTokenHeads)(args); }
+
+void rotate_token_block(const TokenBlock& block) { HWY_DYNAMIC_DISPATCH(RotateTokenBlock)(block); }
 
 const char* active_target_name() { return HWY_DYNAMIC_DISPATCH(TargetName)(); }
 
