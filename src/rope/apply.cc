@@ -28,6 +28,8 @@ constexpr std::int64_t kMaxAxes = 4;
 // Work below this many rotated elements runs on the calling thread: waking a worker costs a few
 // microseconds, more than rotating a decode token (32 heads x 128 dims is ~1 us of memory traffic).
 constexpr std::int64_t kMinParallelElements = std::int64_t{1} << 16;
+// How many tokens ahead cos_sin_rows prefetches the table rows a multi-axis gather will read.
+constexpr std::int64_t kRowPrefetchTokens = 8;
 
 std::string str(std::int64_t v) { return std::to_string(v); }
 
@@ -97,6 +99,19 @@ bool same_memory(const TensorView& a, const TensorView& b) {
   return a.data == b.data && a.token_stride == b.token_stride && a.head_stride == b.head_stride;
 }
 
+// body(begin, end) over [0, tasks) on up to `threads` threads: the pool runs one chunk per
+// participant, and never more participants than tasks. Returns the threads used.
+template <class Body>
+int run_chunks(std::int64_t tasks, int threads, const Body& body) {
+  const int used = static_cast<int>(std::clamp<std::int64_t>(tasks, 1, threads));
+  if (used == 1) {
+    body(0, tasks);
+  } else {
+    detail::ThreadPool::shared(used).run(used, tasks, body);
+  }
+  return used;
+}
+
 // Rotates every pass over all tokens with rows from `row`, on up to `threads` threads.
 int run(const RopeSpec& spec, const std::vector<Pass>& passes, std::int64_t tokens,
         Direction direction, int threads, const RowFn& row, std::string_view who) {
@@ -123,18 +138,21 @@ int run(const RopeSpec& spec, const std::vector<Pass>& passes, std::int64_t toke
   }
   if (blocks) {
     auto block_body = [&](std::int64_t begin, std::int64_t end) {
-      // 16 rows of n pairs: c, s, and the kernel forms c2, s2 (2n each): 6n floats a token.
+      // 16 rows of n pairs: c and s (s negated in place for the inverse), and for interleaved
+      // the kernel's expanded c2 and s2 (2n each).
       constexpr std::int64_t kBlockTokens = 16;
-      std::vector<float> buffer(static_cast<std::size_t>(kBlockTokens * 6 * n));
+      const std::int64_t slot_floats = interleaved ? 6 * n : 2 * n;
+      std::vector<float> buffer(static_cast<std::size_t>(kBlockTokens * slot_floats));
       const float* cs[kBlockTokens];
       const float* ss[kBlockTokens];
       for (std::int64_t t0 = begin; t0 < end; t0 += kBlockTokens) {
         const std::int64_t count = std::min(kBlockTokens, end - t0);
         for (std::int64_t k = 0; k < count; ++k) {
-          float* slot = buffer.data() + k * 6 * n;
+          float* slot = buffer.data() + k * slot_floats;
+          float* c2 = interleaved ? slot + 2 * n : nullptr;
           const auto [rc, rs] =
-              detail::kernel_row(spec.layout, sign, n, row(t0 + k, slot, slot + n), slot + n,
-                                 slot + 2 * n, slot + 4 * n);
+              detail::kernel_row(spec.layout, sign, n, row(t0 + k, slot, slot + n), slot + n, c2,
+                                 interleaved ? c2 + 2 * n : nullptr);
           cs[k] = rc;
           ss[k] = rs;
         }
@@ -160,28 +178,18 @@ int run(const RopeSpec& spec, const std::vector<Pass>& passes, std::int64_t toke
         }
       }
     };
-    const int used = static_cast<int>(std::clamp<std::int64_t>(tokens, 1, threads));
-    if (used == 1) {
-      block_body(0, tokens);
-    } else {
-      detail::ThreadPool::shared(used).run(used, tokens, block_body);
-    }
-    return used;
+    return run_chunks(tokens, threads, block_body);
   }
 
   auto body = [&](std::int64_t begin, std::int64_t end) {
     std::vector<float> c(static_cast<std::size_t>(n)), s(static_cast<std::size_t>(n));
     std::vector<float> c2(interleaved ? static_cast<std::size_t>(2 * n) : 0), s2(c2.size());
     for (std::int64_t task = begin; task < end; ++task) {
-      // Without splits a task is a token: no 64-bit division per token (it was about 3% of an
-      // 8-head f16 rotation with rows computed on the fly).
-      const std::int64_t t = splits == 1 ? task : task / splits;
-      const std::int64_t part = splits == 1 ? 0 : task % splits;
+      const std::int64_t t = task / splits, part = task % splits;
       const auto [rc, rs] = detail::kernel_row(spec.layout, sign, n, row(t, c.data(), s.data()),
                                                s.data(), c2.data(), s2.data());
       for (const Pass& p : passes) {
-        const std::int64_t h0 = splits == 1 ? 0 : p.in->heads * part / splits;
-        const std::int64_t h1 = splits == 1 ? p.in->heads : p.in->heads * (part + 1) / splits;
+        const std::int64_t h0 = p.in->heads * part / splits, h1 = p.in->heads * (part + 1) / splits;
         if (h0 == h1) continue;
         const std::size_t es = dtype_size(p.in->dtype);
         detail::TokenHeads th;
@@ -217,14 +225,7 @@ int run(const RopeSpec& spec, const std::vector<Pass>& passes, std::int64_t toke
       }
     }
   };
-  // The pool runs one chunk per participant, and never more participants than tasks.
-  const int used = static_cast<int>(std::clamp<std::int64_t>(tasks, 1, threads));
-  if (used == 1) {
-    body(0, tasks);
-  } else {
-    detail::ThreadPool::shared(used).run(used, tasks, body);
-  }
-  return used;
+  return run_chunks(tasks, threads, body);
 }
 
 }  // namespace
@@ -329,8 +330,26 @@ RowFn cos_sin_rows(const Frequencies& freqs, const Positions& positions, std::in
     }
     stepper->row(ap, c, s);
   };
-  return [positions, tokens, table, axes, gather_table, runs, computed](std::int64_t t, float* c,
-                                                                        float* s) {
+  // Prefetches the table's entries [begin, end) of token u's row on `axis`, when u is a token
+  // and its position is in the table, for the multi-axis gather below: without it each token
+  // waited on its rows' lines (in a profile of M-RoPE f16 with a table, the gather's stores, which
+  // wait on those loads, took 30% of apply_rope). On Zen 5, M-RoPE f16 with a table 1.07-1.12 ->
+  // 0.90-0.97 ms in five runs of six, bf16 1.11-1.20 -> 0.95-1.03 ms. One-axis rows, which the
+  // kernel reads in place, got slower with it (8 heads f16 186-195 -> 209-213 us): they go
+  // without.
+  auto prefetch_table_rows = [positions, tokens, table](std::int64_t u, std::size_t axis,
+                                                        std::int64_t begin, std::int64_t end) {
+    if (u >= tokens) return;
+    const std::int64_t p = position_at(positions, static_cast<std::int64_t>(axis) * tokens + u);
+    if (p < 0 || p >= table->positions()) return;
+    const auto bytes = static_cast<std::size_t>(end - begin) * sizeof(float);
+    detail::prefetch_range(reinterpret_cast<std::uintptr_t>(table->cos_row(p).data() + begin),
+                           bytes);
+    detail::prefetch_range(reinterpret_cast<std::uintptr_t>(table->sin_row(p).data() + begin),
+                           bytes);
+  };
+  return [positions, tokens, table, axes, gather_table, runs, computed, prefetch_table_rows](
+             std::int64_t t, float* c, float* s) {
     if (axes == 1) {
       const std::int64_t p = position_at(positions, t);
       if (table && p >= 0 && p < table->positions())
@@ -354,8 +373,16 @@ RowFn cos_sin_rows(const Frequencies& freqs, const Positions& positions, std::in
       sr[a] = table->sin_row(ap[a]).data();
     }
     for (const Run& r : runs) {
-      std::copy(cr[r.axis] + r.begin, cr[r.axis] + r.end, c + r.begin);
-      std::copy(sr[r.axis] + r.begin, sr[r.axis] + r.end, s + r.begin);
+      prefetch_table_rows(t + kRowPrefetchTokens, r.axis, static_cast<std::int64_t>(r.begin),
+                          static_cast<std::int64_t>(r.end));
+    }
+    for (const Run& r : runs) {
+      const float* rc = cr[r.axis];
+      const float* rs = sr[r.axis];
+      for (std::size_t i = r.begin; i < r.end; ++i) {
+        c[i] = rc[i];
+        s[i] = rs[i];
+      }
     }
     return detail::Row{c, s};
   };

@@ -282,16 +282,22 @@ HWY_INLINE void RotateTyped(Tag tag, const TokenHeads& t) {
   }
 }
 
-// The one branch on the runtime dtype: the functions above are compiled once per storage type.
-void RotateTokenHeads(const TokenHeads& t) {
-  switch (t.dtype) {
+// f(tag) with the storage tag of `dtype`: the one branch on the runtime dtype, so the functions
+// above are compiled once per storage type.
+template <class F>
+HWY_INLINE void WithStorageTag(DType dtype, F&& f) {
+  switch (dtype) {
     case DType::kF32:
-      return RotateTyped(F32Tag(), t);
+      return f(F32Tag());
     case DType::kF16:
-      return RotateTyped(F16Tag(), t);
+      return f(F16Tag());
     case DType::kBF16:
-      return RotateTyped(BF16Tag(), t);
+      return f(BF16Tag());
   }
+}
+
+void RotateTokenHeads(const TokenHeads& t) {
+  WithStorageTag(t.dtype, [&](auto tag) { RotateTyped(tag, t); });
 }
 
 // The token loop inside the target's code: one dispatch and one dtype branch per block, and
@@ -312,14 +318,7 @@ HWY_NOINLINE void RotateBlockTyped(Tag tag, const TokenBlock& b) {
 }
 
 void RotateTokenBlock(const TokenBlock& b) {
-  switch (b.heads.dtype) {
-    case DType::kF32:
-      return RotateBlockTyped(F32Tag(), b);
-    case DType::kF16:
-      return RotateBlockTyped(F16Tag(), b);
-    case DType::kBF16:
-      return RotateBlockTyped(BF16Tag(), b);
-  }
+  WithStorageTag(b.heads.dtype, [&](auto tag) { RotateBlockTyped(tag, b); });
 }
 
 const char* TargetName() { return hwy::TargetName(HWY_TARGET); }

@@ -40,21 +40,11 @@ struct TokenHeads {
 // How far ahead of the row being rotated the kernels prefetch (prefetch_ahead).
 inline constexpr std::size_t kPrefetchAhead = 8192;
 
-// Software prefetch of the cache lines kPrefetchAhead bytes past [p, p + count): the rows a
-// kernel walks next, when they continue in memory after this one (token-major tensors, packed
-// qkv rows). The rotation touches a head's lines out of order (a pair's two dims are n apart, so
-// a head of 8 lines is read 0 1 4 5 2 3 6 7), which the hardware's stream prefetchers follow late
-// on a tensor that lives in DRAM: measured on a Sapphire-Rapids-class Xeon with a standalone loop
-// over 64 MiB f32 in place, the rotation ran at 0.67-0.83 of the in-place stream without it and
-// at 0.96-1.25 with it, for any distance from 2 to 8 KiB. 8 KiB because the fused kernel's token
-// rows are long (Llama 2 7B f16: 24 KiB of q, k and v), where it measured about 5% above 4 KiB
-// (the plain rotation "did not move" then: its prefetch had been optimised away, below). A
-// prefetch never faults, so an address past the end of the tensor costs a wasted line at most;
-// the address is formed as an integer for that reason (no pointer arithmetic beyond the object).
-template <class T>
-inline void prefetch_ahead(const T* p, std::int64_t count) {
-  const std::uintptr_t begin = reinterpret_cast<std::uintptr_t>(p) + kPrefetchAhead;
-  const std::uintptr_t end = begin + static_cast<std::size_t>(count) * sizeof(T);
+// Software prefetch (to L1) of the cache lines of [begin, begin + bytes); begin is an integer so
+// that a range past an object's end needs no pointer arithmetic beyond it (a prefetch never
+// faults).
+inline void prefetch_range(std::uintptr_t begin, std::size_t bytes) {
+  const std::uintptr_t end = begin + bytes;
   for (std::uintptr_t line = begin & ~std::uintptr_t{63}; line < end; line += 64) {
     hwy::Prefetch(reinterpret_cast<const char*>(line));
 #if defined(__GNUC__)
@@ -68,6 +58,23 @@ inline void prefetch_ahead(const T* p, std::int64_t count) {
     asm volatile("");
 #endif
   }
+}
+
+// Software prefetch of the cache lines kPrefetchAhead bytes past [p, p + count): the rows a
+// kernel walks next, when they continue in memory after this one (token-major tensors, packed
+// qkv rows). The rotation touches a head's lines out of order (a pair's two dims are n apart, so
+// a head of 8 lines is read 0 1 4 5 2 3 6 7), which the hardware's stream prefetchers follow late
+// on a tensor that lives in DRAM: measured on a Sapphire-Rapids-class Xeon with a standalone loop
+// over 64 MiB f32 in place, the rotation ran at 0.67-0.83 of the in-place stream without it and
+// at 0.96-1.25 with it, for any distance from 2 to 8 KiB. 8 KiB because the fused kernel's token
+// rows are long (Llama 2 7B f16: 24 KiB of q, k and v), where it measured about 5% above 4 KiB
+// (the plain rotation "did not move" then: its prefetch had been optimised away, see prefetch_range). A
+// prefetch never faults, so an address past the end of the tensor costs a wasted line at most;
+// the address is formed as an integer for that reason (no pointer arithmetic beyond the object).
+template <class T>
+inline void prefetch_ahead(const T* p, std::int64_t count) {
+  prefetch_range(reinterpret_cast<std::uintptr_t>(p) + kPrefetchAhead,
+                 static_cast<std::size_t>(count) * sizeof(T));
 }
 
 // Runs on the best SIMD target this CPU supports (or the forced one, targets.h).
