@@ -9,6 +9,7 @@ when an object that calls prefetch_ahead holds no prefetch instruction.
 
 usage: check_prefetch.py OBJDUMP LIBRARY:OBJECT[,OBJECT...] ...
 """
+import re
 import subprocess
 import sys
 
@@ -18,8 +19,11 @@ def prefetches_per_object(objdump, library):
                          capture_output=True, text=True).stdout
     counts, current = {}, None
     for line in out.splitlines():
-        if "file format" in line:  # "rotate.cc.o:     file format elf64-x86-64"
-            current = line.split(":")[0].strip()
+        # GNU objdump: "rotate.cc.o:     file format elf64-x86-64"; llvm-objdump:
+        # "LIB(rotate.cc.o):\tfile format elf64-x86-64".
+        match = re.match(r"^(?:.*\()?([^()]+?)\)?:\s+file format", line)
+        if match:
+            current = match.group(1)
             counts[current] = 0
         elif current and "\tprefetch" in line:
             counts[current] += 1
