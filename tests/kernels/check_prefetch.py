@@ -5,7 +5,7 @@ GCC 12 at -O2 and above once deleted prefetch_ahead's loop (src/rope/kernels/rot
 rotate.cc and from the benchmarks' stream: under C++'s forward-progress rule a loop of prefetches
 counted as a loop without effects. Nothing else noticed; the kernels only ran slower (apply_rope
 f32 at DRAM sizes about 1.6 times slower on Zen 5). This disassembles the libraries and fails
-when an object that calls prefetch_ahead holds no prefetch instruction.
+when an object that calls prefetch_ahead or prefetch_range holds no prefetch instruction.
 
 usage: check_prefetch.py OBJDUMP LIBRARY:OBJECT[,OBJECT...] ...
 """
@@ -43,7 +43,7 @@ def main():
                 print(f"{library}: no member {obj} (members: {', '.join(sorted(counts))})")
                 failed = True
             elif counts[obj] == 0:
-                print(f"{library}: {obj} holds no prefetch instruction (prefetch_ahead was "
+                print(f"{library}: {obj} holds no prefetch instruction (prefetch_range was "
                       "optimised away)")
                 failed = True
             else:
