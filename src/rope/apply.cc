@@ -112,6 +112,26 @@ int run_chunks(std::int64_t tasks, int threads, const Body& body) {
   return used;
 }
 
+// Heads [h0, h1) of token t of pass p, for the kernel (rotate.h); c and s are the caller's.
+detail::TokenHeads pass_heads(const Pass& p, const RopeSpec& spec, std::int64_t n, std::int64_t t,
+                              std::int64_t h0, std::int64_t h1) {
+  const auto es = static_cast<std::int64_t>(dtype_size(p.in->dtype));
+  detail::TokenHeads th;
+  th.in =
+      static_cast<const char*>(p.in->data) + (t * p.in->token_stride + h0 * p.in->head_stride) * es;
+  th.out =
+      static_cast<char*>(p.out->data) + (t * p.out->token_stride + h0 * p.out->head_stride) * es;
+  th.dtype = p.in->dtype;
+  th.heads = h1 - h0;
+  th.head_stride = p.in->head_stride;
+  th.head_dim = p.in->head_dim;
+  th.offset = spec.rotary_offset;
+  th.pairs = n;
+  th.layout = spec.layout;
+  th.copy_rest = !same_memory(*p.in, *p.out);
+  return th;
+}
+
 // Rotates every pass over all tokens with rows from `row`, on up to `threads` threads.
 int run(const RopeSpec& spec, const std::vector<Pass>& passes, std::int64_t tokens,
         Direction direction, int threads, const RowFn& row, std::string_view who) {
@@ -157,18 +177,8 @@ int run(const RopeSpec& spec, const std::vector<Pass>& passes, std::int64_t toke
           ss[k] = rs;
         }
         for (const Pass& p : passes) {
-          const std::int64_t es = static_cast<std::int64_t>(dtype_size(p.in->dtype));
           detail::TokenBlock b;
-          b.heads.in = static_cast<const char*>(p.in->data) + t0 * p.in->token_stride * es;
-          b.heads.out = static_cast<char*>(p.out->data) + t0 * p.out->token_stride * es;
-          b.heads.dtype = p.in->dtype;
-          b.heads.heads = p.in->heads;
-          b.heads.head_stride = p.in->head_stride;
-          b.heads.head_dim = p.in->head_dim;
-          b.heads.offset = spec.rotary_offset;
-          b.heads.pairs = n;
-          b.heads.layout = spec.layout;
-          b.heads.copy_rest = !same_memory(*p.in, *p.out);
+          b.heads = pass_heads(p, spec, n, t0, 0, p.in->heads);
           b.tokens = count;
           b.in_token_stride = p.in->token_stride;
           b.out_token_stride = p.out->token_stride;
@@ -191,21 +201,8 @@ int run(const RopeSpec& spec, const std::vector<Pass>& passes, std::int64_t toke
       for (const Pass& p : passes) {
         const std::int64_t h0 = p.in->heads * part / splits, h1 = p.in->heads * (part + 1) / splits;
         if (h0 == h1) continue;
-        const std::size_t es = dtype_size(p.in->dtype);
-        detail::TokenHeads th;
-        th.in = static_cast<const char*>(p.in->data) +
-                (t * p.in->token_stride + h0 * p.in->head_stride) * static_cast<std::int64_t>(es);
-        th.out =
-            static_cast<char*>(p.out->data) +
-            (t * p.out->token_stride + h0 * p.out->head_stride) * static_cast<std::int64_t>(es);
-        th.dtype = p.in->dtype;
-        th.heads = h1 - h0;
-        th.head_stride = p.in->head_stride;
-        th.head_dim = p.in->head_dim;
-        th.offset = spec.rotary_offset;
-        th.pairs = n;
-        th.layout = spec.layout;
-        th.copy_rest = !same_memory(*p.in, *p.out);
+        const auto es = static_cast<std::int64_t>(dtype_size(p.in->dtype));
+        detail::TokenHeads th = pass_heads(p, spec, n, t, h0, h1);
         th.c = rc;
         th.s = rs;
         if (th.copy_rest && p.out->head_stride != p.in->head_stride) {
@@ -213,10 +210,8 @@ int run(const RopeSpec& spec, const std::vector<Pass>& passes, std::int64_t toke
           for (std::int64_t h = 0; h < th.heads; ++h) {
             detail::TokenHeads one = th;
             one.heads = 1;
-            one.in = static_cast<const char*>(th.in) +
-                     h * p.in->head_stride * static_cast<std::int64_t>(es);
-            one.out =
-                static_cast<char*>(th.out) + h * p.out->head_stride * static_cast<std::int64_t>(es);
+            one.in = static_cast<const char*>(th.in) + h * p.in->head_stride * es;
+            one.out = static_cast<char*>(th.out) + h * p.out->head_stride * es;
             detail::rotate_token_heads(one);
           }
         } else {
@@ -307,6 +302,18 @@ RowFn cos_sin_rows(const Frequencies& freqs, const Positions& positions, std::in
       runs.back().end = i + 1;
     }
   }
+  // The slots each axis reads, first to last (one span per axis, whatever the runs: an
+  // interleaved map such as Qwen3-VL's has a run per slot), for the row prefetch below.
+  std::vector<Run> spans;
+  for (const Run& r : runs) {
+    auto it =
+        std::find_if(spans.begin(), spans.end(), [&](const Run& x) { return x.axis == r.axis; });
+    if (it == spans.end()) {
+      spans.push_back(r);
+    } else {
+      it->end = r.end;
+    }
+  }
   // Rows computed here: `precise` ones by each thread's CosSinStepper (a thread computes a run of
   // consecutive tokens; the stepper lives in thread-local storage, keyed by this call), the other
   // numerics by cos_sin_row_f32. Both give the same bits.
@@ -348,7 +355,7 @@ RowFn cos_sin_rows(const Frequencies& freqs, const Positions& positions, std::in
     detail::prefetch_range(reinterpret_cast<std::uintptr_t>(table->sin_row(p).data() + begin),
                            bytes);
   };
-  return [positions, tokens, table, axes, gather_table, runs, computed, prefetch_table_rows](
+  return [positions, tokens, table, axes, gather_table, runs, spans, computed, prefetch_table_rows](
              std::int64_t t, float* c, float* s) {
     if (axes == 1) {
       const std::int64_t p = position_at(positions, t);
@@ -372,7 +379,7 @@ RowFn cos_sin_rows(const Frequencies& freqs, const Positions& positions, std::in
       cr[a] = table->cos_row(ap[a]).data();
       sr[a] = table->sin_row(ap[a]).data();
     }
-    for (const Run& r : runs) {
+    for (const Run& r : spans) {
       prefetch_table_rows(t + kRowPrefetchTokens, r.axis, static_cast<std::int64_t>(r.begin),
                           static_cast<std::int64_t>(r.end));
     }

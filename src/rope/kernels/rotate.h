@@ -68,9 +68,9 @@ inline void prefetch_range(std::uintptr_t begin, std::size_t bytes) {
 // over 64 MiB f32 in place, the rotation ran at 0.67-0.83 of the in-place stream without it and
 // at 0.96-1.25 with it, for any distance from 2 to 8 KiB. 8 KiB because the fused kernel's token
 // rows are long (Llama 2 7B f16: 24 KiB of q, k and v), where it measured about 5% above 4 KiB
-// (the plain rotation "did not move" then: its prefetch had been optimised away, see prefetch_range). A
-// prefetch never faults, so an address past the end of the tensor costs a wasted line at most;
-// the address is formed as an integer for that reason (no pointer arithmetic beyond the object).
+// (the plain rotation "did not move" then: its prefetch had been optimised away, see
+// prefetch_range). A prefetch never faults, so an address past the end of the tensor costs a
+// wasted line at most (prefetch_range takes the address as an integer).
 template <class T>
 inline void prefetch_ahead(const T* p, std::int64_t count) {
   prefetch_range(reinterpret_cast<std::uintptr_t>(p) + kPrefetchAhead,
