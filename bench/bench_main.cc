@@ -12,6 +12,7 @@
 //   ratio_to_stream   in-place streaming time (stream.h) / kernel time: 1 is the roofline
 // and for the fused cases (rope_append_kv_cache, fused_workload.h; no scalar loop)
 //   speedup_over_separate   rotate-then-copy time / fused time
+//   ratio_to_append_stream  the fused call's traffic streamed with no arithmetic / fused time
 // The baselines (workload.h) are timed in the same process right after each timed loop, so they
 // see the same machine state, as medians of kBaselineRepetitions samples (timing.h), on one
 // thread. Before a case is first timed, the kernel's result is checked against the scalar loop.
@@ -79,6 +80,7 @@ void run_fused_case(benchmark::State& state, const Case& c) {
   state.counters["ratio_to_memcpy"] = b.memcpy_seconds / kernel;
   state.counters["ratio_to_stream"] = b.stream_seconds / kernel;
   state.counters["speedup_over_separate"] = b.separate_seconds / kernel;
+  state.counters["ratio_to_append_stream"] = b.append_stream_seconds / kernel;
 }
 
 void run_case(benchmark::State& state, const Case& c) {

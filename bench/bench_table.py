@@ -72,7 +72,8 @@ def table(records, ranges=None):
     """records: one dict per case; ranges: case name -> (min, max) of ratio_to_stream, or None."""
     head = ("| case | time | GB/s | ratio_to_stream | " +
             ("ratio_to_stream over the runs | " if ranges else "") +
-            "ratio_to_memcpy | ratio_to_scalar | speedup_over_separate | threads used |")
+            "ratio_to_memcpy | ratio_to_scalar | speedup_over_separate | ratio_to_append_stream | "
+            "threads used |")
     lines = [head, "|---|" + "---:|" * (head.count("|") - 2)]
     for r in records:
         spread = ""
@@ -83,7 +84,8 @@ def table(records, ranges=None):
             f"| {r['name']} | {fmt_time(r['seconds_median'])} | {fmt_ratio(r['bytes_per_second'] / 1e9)} | "
             f"{fmt_ratio(r.get('ratio_to_stream'))} | {spread}{fmt_ratio(r.get('ratio_to_memcpy'))} | "
             f"{fmt_ratio(r.get('ratio_to_scalar'))} | "
-            f"{fmt_ratio(r.get('speedup_over_separate'))} | {r.get('threads_used', '-')} |")
+            f"{fmt_ratio(r.get('speedup_over_separate'))} | "
+            f"{fmt_ratio(r.get('ratio_to_append_stream'))} | {r.get('threads_used', '-')} |")
     return "\n".join(lines)
 
 
@@ -96,7 +98,7 @@ def median(values):
 def combine(runs):
     """The runs' records merged case by case: every number the median over the runs."""
     fields = ["seconds_median", "bytes_per_second", "ratio_to_stream", "ratio_to_memcpy",
-              "ratio_to_scalar", "speedup_over_separate"]
+              "ratio_to_scalar", "speedup_over_separate", "ratio_to_append_stream"]
     merged, ranges = [], {}
     for i, first in enumerate(runs[0]):
         same = [run[i] for run in runs]

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <stdexcept>
 
 #include "posenc/core/spec.h"
 #include "posenc/rope/apply.h"
@@ -80,6 +81,10 @@ FusedWorkload::FusedWorkload(const Case& c)
   }
   cache_bytes_ = static_cast<std::size_t>(blocks * kBlockSize * s.kv_heads * d) *
                  cache_dtype_size(c.cache_dtype);
+  const auto cache_row =
+      s.kv_heads * d * static_cast<std::int64_t>(cache_dtype_size(c.cache_dtype));
+  cache_offsets_.resize(slots_.size());
+  for (std::size_t t = 0; t < slots_.size(); ++t) cache_offsets_[t] = slots_[t] * cache_row;
   key_cache_ = allocate(cache_bytes_);
   value_cache_ = allocate(cache_bytes_);
   std::memset(key_cache_.get(), 0, cache_bytes_);
@@ -129,6 +134,30 @@ void FusedWorkload::copy() { std::memcpy(copy_.get(), stream_.get(), stream_byte
 void FusedWorkload::stream() {
   stream_scale(stream_.get(), case_.dtype,
                static_cast<std::int64_t>(stream_bytes_ / dtype_size(case_.dtype)), -1.0f);
+}
+
+void FusedWorkload::append_stream() {
+  const Shape& s = case_.shape;
+  AppendStream a;
+  a.q = q_.data;
+  a.k = k_.data;
+  a.v = v_.data;
+  a.dtype = case_.dtype;
+  a.tokens = s.tokens;
+  a.token_stride_bytes = q_.token_stride * static_cast<std::int64_t>(dtype_size(case_.dtype));
+  a.q_elements = s.heads * s.head_dim;
+  a.key_cache = key_cache_.get();
+  a.value_cache = value_cache_.get();
+  a.cache_offsets = cache_offsets_.data();
+  a.cache_row_bytes =
+      s.kv_heads * s.head_dim * static_cast<std::int64_t>(cache_dtype_size(case_.cache_dtype));
+  a.narrow = cache_dtype_size(case_.cache_dtype) < dtype_size(case_.dtype);
+  if (a.narrow && (cache_dtype_size(case_.cache_dtype) != 1 || dtype_size(case_.dtype) != 2))
+    throw std::logic_error("append_stream: narrows only two-byte inputs into one-byte caches");
+  // The fused kernel's rule (src/rope/kv_cache.cc, kStreamCacheBytes): streaming stores for
+  // appends that write 4 MiB of cache or more.
+  a.streaming = 2 * s.tokens * a.cache_row_bytes >= (std::int64_t{4} << 20);
+  stream_append(a);
 }
 
 std::size_t FusedWorkload::cache_mismatches(int threads) {

@@ -6,6 +6,8 @@
 //               in place, then rope_append_kv_cache with rotate = false (the same SIMD conversion
 //               and copy, a second pass over k)
 //   copy()      memcpy of bytes_moved() / 2 bytes (read once, written once: the case's bytes)
+//   append_stream()  the fused call's bytes moved as it moves them (q in place, k and v into the
+//               cache rows) by a pass with no arithmetic: the limit for a fused kernel
 //   stream()    the in-place streaming roofline (stream.h) over bytes_moved() / 2 bytes of the
 //               input dtype: the same traffic as the fused call, in one in-place pass
 // q, k, v are views of one packed qkv buffer [tokens, (Hq + 2 Hkv) * head_dim], as engines hold
@@ -34,6 +36,9 @@ class FusedWorkload {
   void separate(int threads);
   void copy();
   void stream();
+  // stream_append (stream.h) over this case's q, k, v and cache: the fused call's memory traffic
+  // without its arithmetic, the limit of any fused kernel on this machine.
+  void append_stream();
   // Runs fused() and separate() from the same k and returns how many cache bytes differ (0: the
   // fused cache is rotate-then-copy's, bit for bit). Leaves k as it was.
   std::size_t cache_mismatches(int threads);
@@ -51,6 +56,7 @@ class FusedWorkload {
   std::unique_ptr<CosSinTable> table_;
   std::vector<std::int64_t> positions_;
   std::vector<std::int64_t> slots_;
+  std::vector<std::int64_t> cache_offsets_;  // bytes, per token: slot * the cache's token row
   std::size_t qkv_bytes_ = 0, cache_bytes_ = 0, stream_bytes_ = 0;
   Buffer qkv_, key_cache_, value_cache_, stream_, copy_;
   TensorView q_, k_, v_;

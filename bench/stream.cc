@@ -7,6 +7,8 @@
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>
 
+#include <algorithm>
+#include <cstring>
 #include <type_traits>
 
 #include "rope/kernels/avx512_bf16.h"
@@ -72,6 +74,77 @@ void StreamScale(void* data, DType dtype, std::int64_t count, float scale) {
   }
 }
 
+// bytes from src to dst with streaming stores on dst's whole aligned vectors (the fused kernel's
+// StreamBytes), plain copies for the ends.
+void StreamCopy(const void* src, void* dst, std::size_t bytes) {
+  const auto* in = static_cast<const std::uint8_t*>(src);
+  auto* out = static_cast<std::uint8_t*>(dst);
+  std::size_t i = 0;
+#if HWY_TARGET != HWY_SCALAR
+  const hn::ScalableTag<std::uint8_t> d;
+  const std::size_t lanes = hn::Lanes(d);
+  const std::size_t head =
+      std::min(bytes, (lanes - reinterpret_cast<std::uintptr_t>(out) % lanes) % lanes);
+  std::memcpy(out, in, head);
+  for (i = head; i + lanes <= bytes; i += lanes) {
+    detail::prefetch_ahead(in + i, static_cast<std::int64_t>(lanes));
+    hn::Stream(hn::LoadU(d, in + i), d, out + i);
+  }
+#endif
+  std::memcpy(out + i, in + i, bytes - i);
+}
+
+// count two-byte elements to their high bytes at dst: streaming stores of whole vectors where dst
+// is aligned (the rows of the benchmarks' caches are), plain ones otherwise.
+void NarrowCopy(const void* src, void* dst, std::size_t count, [[maybe_unused]] bool streaming) {
+  const auto* in = static_cast<const std::uint16_t*>(src);
+  auto* out = static_cast<std::uint8_t*>(dst);
+  std::size_t i = 0;
+#if HWY_TARGET != HWY_SCALAR
+  const hn::ScalableTag<std::int16_t> d16;
+  const hn::Rebind<std::uint8_t, decltype(d16)> d8;
+  const std::size_t lanes = hn::Lanes(d16);
+  // The narrowed vector is half a register: streamed where that is at least 16 bytes (AVX2 and
+  // up; SSE4's 8-byte half would need an 8-byte streaming store) and dst is aligned to it.
+  const bool aligned = lanes >= 16 && reinterpret_cast<std::uintptr_t>(out) % lanes == 0;
+  for (; i + lanes <= count; i += lanes) {
+    detail::prefetch_ahead(in + i, static_cast<std::int64_t>(lanes));
+    const auto x = hn::LoadU(d16, reinterpret_cast<const std::int16_t*>(in + i));
+    const auto high = hn::DemoteTo(d8, hn::ShiftRight<8>(hn::And(x, hn::Set(d16, 0x7F00))));
+    if (streaming && aligned) {
+      hn::Stream(high, d8, out + i);
+    } else {
+      hn::StoreU(high, d8, out + i);
+    }
+  }
+#endif
+  for (; i < count; ++i) out[i] = static_cast<std::uint8_t>((in[i] >> 8) & 0x7Fu);
+}
+
+void StreamAppend(const AppendStream& a) {
+  const auto bytes = static_cast<std::size_t>(a.cache_row_bytes);
+  for (std::int64_t t = 0; t < a.tokens; ++t) {
+    const std::int64_t at = t * a.token_stride_bytes;
+    StreamScale(static_cast<char*>(a.q) + at, a.dtype, a.q_elements, -1.0f);
+    const std::int64_t off = a.cache_offsets[t];
+    const char* k = static_cast<const char*>(a.k) + at;
+    const char* v = static_cast<const char*>(a.v) + at;
+    char* kc = static_cast<char*>(a.key_cache) + off;
+    char* vc = static_cast<char*>(a.value_cache) + off;
+    if (a.narrow) {
+      NarrowCopy(k, kc, bytes, a.streaming);
+      NarrowCopy(v, vc, bytes, a.streaming);
+    } else if (a.streaming) {
+      StreamCopy(k, kc, bytes);
+      StreamCopy(v, vc, bytes);
+    } else {
+      std::memcpy(kc, k, bytes);
+      std::memcpy(vc, v, bytes);
+    }
+  }
+  if (a.streaming) hwy::FlushStream();
+}
+
 }  // namespace HWY_NAMESPACE
 }  // namespace posenc::bench
 HWY_AFTER_NAMESPACE();
@@ -80,10 +153,13 @@ HWY_AFTER_NAMESPACE();
 namespace posenc::bench {
 
 HWY_EXPORT(StreamScale);
+HWY_EXPORT(StreamAppend);
 
 void stream_scale(void* data, DType dtype, std::int64_t count, float scale) {
   HWY_DYNAMIC_DISPATCH(StreamScale)(data, dtype, count, scale);
 }
+
+void stream_append(const AppendStream& args) { HWY_DYNAMIC_DISPATCH(StreamAppend)(args); }
 
 }  // namespace posenc::bench
 #endif  // HWY_ONCE

@@ -99,10 +99,12 @@ Timings measure_interleaved(const std::function<void()>& kernel, Workload& workl
 Timings measure_interleaved(const std::function<void()>& kernel, FusedWorkload& workload,
                             int repetitions, int threads) {
   const std::function<void()> fns[] = {kernel, [&] { workload.copy(); }, [&] { workload.stream(); },
-                                       [&] { workload.separate(threads); }};
-  return sample_in_turn(
-      fns, {&Baselines::memcpy_seconds, &Baselines::stream_seconds, &Baselines::separate_seconds},
-      repetitions);
+                                       [&] { workload.separate(threads); },
+                                       [&] { workload.append_stream(); }};
+  return sample_in_turn(fns,
+                        {&Baselines::memcpy_seconds, &Baselines::stream_seconds,
+                         &Baselines::separate_seconds, &Baselines::append_stream_seconds},
+                        repetitions);
 }
 
 double median_seconds_per_call(const std::function<void()>& fn, int repetitions,
@@ -131,6 +133,7 @@ Baselines measure_baselines(FusedWorkload& workload, int repetitions, int thread
   b.memcpy_seconds = median_seconds_per_call([&] { workload.copy(); }, repetitions);
   b.stream_seconds = median_seconds_per_call([&] { workload.stream(); }, repetitions);
   b.separate_seconds = median_seconds_per_call([&] { workload.separate(threads); }, repetitions);
+  b.append_stream_seconds = median_seconds_per_call([&] { workload.append_stream(); }, repetitions);
   return b;
 }
 

@@ -37,10 +37,12 @@ struct Baselines {
   double scalar_seconds = 0;    // Workload::rotate_scalar()
   double stream_seconds = 0;    // Workload::stream(): the in-place roofline
   double separate_seconds = 0;  // fused cases: FusedWorkload::separate() (on the case's threads)
+  double append_stream_seconds = 0;  // fused cases: FusedWorkload::append_stream()
 };
 Baselines measure_baselines(Workload& workload, int repetitions);
-// A fused case's: memcpy and stream on one thread, rotate-then-copy on `threads` (like the fused
-// call it is compared with); scalar_seconds stays 0 (no scalar loop for the fused call).
+// A fused case's: memcpy, stream and append_stream on one thread, rotate-then-copy on `threads`
+// (like the fused call it is compared with); scalar_seconds stays 0 (no scalar loop for the fused
+// call).
 Baselines measure_baselines(FusedWorkload& workload, int repetitions, int threads);
 
 // The kernel and the baselines above, their samples interleaved (median_seconds_interleaved),

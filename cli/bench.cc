@@ -46,6 +46,7 @@ struct Result {
   double ratio_to_scalar() const { return baselines.scalar_seconds / seconds; }
   double ratio_to_stream() const { return baselines.stream_seconds / seconds; }
   double speedup_over_separate() const { return baselines.separate_seconds / seconds; }
+  double ratio_to_append_stream() const { return baselines.append_stream_seconds / seconds; }
 };
 
 std::string format_seconds(double s) {
@@ -108,6 +109,9 @@ nlohmann::json to_json(const Result& r, const std::string& target, int repetitio
     j["cache_bytes_differing_from_separate"] = 0;  // checked before timing (run_bench)
     j["separate_seconds_median"] = r.baselines.separate_seconds;
     j["speedup_over_separate"] = r.speedup_over_separate();
+    // The fused call's own memory traffic with no arithmetic (bench/stream.h, stream_append).
+    j["append_stream_seconds_median"] = r.baselines.append_stream_seconds;
+    j["ratio_to_append_stream"] = r.ratio_to_append_stream();
   }
   return j;
 }
@@ -120,17 +124,19 @@ void print_table(const std::vector<Result>& results, const std::string& target, 
       "and written, k and v read, their cache rows written); ratios = single-threaded baseline "
       "time\n"
       "/ kernel time (> 1: the kernel is faster); x separate = rotate-then-copy time / fused "
-      "time\n\n",
+      "time;\nx append = the fused call's traffic streamed with no arithmetic (q in place, k and "
+      "v into the cache) / fused time\n\n",
       target, repetitions);
   std::size_t width = 4;
   for (const Result& r : results) width = std::max(width, r.c.name.size());
-  fmt::print("{:<{}}  {:>10}  {:>8}  {:>9}  {:>9}  {:>9}  {:>10}\n", "case", width, "time", "GB/s",
-             "x stream", "x memcpy", "x scalar", "x separate");
+  fmt::print("{:<{}}  {:>10}  {:>8}  {:>9}  {:>9}  {:>9}  {:>10}  {:>8}\n", "case", width, "time",
+             "GB/s", "x stream", "x memcpy", "x scalar", "x separate", "x append");
   for (const Result& r : results) {
-    fmt::print("{:<{}}  {:>10}  {:>8.2f}  {:>9.2f}  {:>9.2f}  {:>9}  {:>10}\n", r.c.name, width,
-               format_seconds(r.seconds), r.bytes_per_second() / 1e9, r.ratio_to_stream(),
+    fmt::print("{:<{}}  {:>10}  {:>8.2f}  {:>9.2f}  {:>9.2f}  {:>9}  {:>10}  {:>8}\n", r.c.name,
+               width, format_seconds(r.seconds), r.bytes_per_second() / 1e9, r.ratio_to_stream(),
                r.ratio_to_memcpy(), r.c.fused ? "-" : fmt::format("{:.2f}", r.ratio_to_scalar()),
-               r.c.fused ? fmt::format("{:.2f}", r.speedup_over_separate()) : "-");
+               r.c.fused ? fmt::format("{:.2f}", r.speedup_over_separate()) : "-",
+               r.c.fused ? fmt::format("{:.2f}", r.ratio_to_append_stream()) : "-");
   }
   for (const Result& r : results) {
     if (r.threads_used != r.c.threads) {

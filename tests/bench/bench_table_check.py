@@ -21,11 +21,12 @@ assert names == ["llama2-7b-decode/f32/table/threads:1", "llama2-7b-decode/f32/o
                  "fused-decode1-llama3-8b/f16/cache:f16/table/threads:1"], names
 for row in rows:
     cells = [c.strip() for c in row.split("|")[1:-1]]
-    assert len(cells) == 8, row
+    assert len(cells) == 9, row
     assert float(cells[2]) > 0 and float(cells[3]) > 0 and float(cells[4]) > 0, row
     fused = row.startswith("| fused-")
     # The fused call has no scalar loop; the plain cases have no rotate-then-copy baseline.
     assert (cells[5] == "-") == fused and (cells[6] == "-") == (not fused), row
+    assert (cells[7] == "-") == (not fused), row  # ratio_to_append_stream: fused cases only
 # --runs 2: two processes, each number their median, and the range of ratio_to_stream beside it.
 two = subprocess.run([sys.executable, script, "--posenc", posenc, "--repetitions", "1", "--runs",
                       "2", "--threads", "1", "--filter", "llama2-7b-decode/f32/table"],
@@ -35,7 +36,7 @@ assert "of 2 runs" in two.stdout and "--runs 2" in two.stdout, two.stdout
 rows2 = [line for line in two.stdout.splitlines() if line.startswith("| llama2-7b-decode/")]
 assert len(rows2) == 1, two.stdout
 cells = [c.strip() for c in rows2[0].split("|")[1:-1]]
-assert len(cells) == 9, rows2[0]
+assert len(cells) == 10, rows2[0]
 lo, hi = (float(x) for x in cells[4].split("-"))
 assert 0 < lo <= float(cells[3]) <= hi, rows2[0]
 for option, value in (("--repetitions", "0"), ("--runs", "0")):

@@ -89,9 +89,10 @@ TEST(BenchCli, FusedDecodeSmokeJson) {
     const std::string name = rec["name"];
     names.insert(name);
     EXPECT_TRUE(rec["fused"].get<bool>()) << name;
-    for (const char* key : {"threads", "bytes_per_second", "ratio_to_memcpy", "ratio_to_stream",
-                            "stream_seconds_median", "seconds_median", "separate_seconds_median",
-                            "speedup_over_separate"}) {
+    for (const char* key :
+         {"threads", "bytes_per_second", "ratio_to_memcpy", "ratio_to_stream",
+          "stream_seconds_median", "seconds_median", "separate_seconds_median",
+          "speedup_over_separate", "append_stream_seconds_median", "ratio_to_append_stream"}) {
       ASSERT_TRUE(rec.contains(key)) << key << " missing in " << rec.dump();
       EXPECT_GT(rec[key].get<double>(), 0) << name << " " << key;
     }
