@@ -134,7 +134,8 @@ detail::TokenHeads pass_heads(const Pass& p, const RopeSpec& spec, std::int64_t 
 
 // Rotates every pass over all tokens with rows from `row`, on up to `threads` threads.
 int run(const RopeSpec& spec, const std::vector<Pass>& passes, std::int64_t tokens,
-        Direction direction, int threads, const RowFn& row, std::string_view who) {
+        Direction direction, int threads, const RowFn& row, const detail::RowBlockFn& row_block,
+        std::string_view who) {
   detail::ensure_simd_target_from_env();
   const std::int64_t n = spec.rotary_dim / 2;
   std::int64_t heads = 0;
@@ -167,12 +168,14 @@ int run(const RopeSpec& spec, const std::vector<Pass>& passes, std::int64_t toke
       const float* ss[kBlockTokens];
       for (std::int64_t t0 = begin; t0 < end; t0 += kBlockTokens) {
         const std::int64_t count = std::min(kBlockTokens, end - t0);
+        if (row_block) row_block(t0, count, buffer.data(), buffer.data() + n, slot_floats);
         for (std::int64_t k = 0; k < count; ++k) {
           float* slot = buffer.data() + k * slot_floats;
           float* c2 = interleaved ? slot + 2 * n : nullptr;
-          const auto [rc, rs] =
-              detail::kernel_row(spec.layout, sign, n, row(t0 + k, slot, slot + n), slot + n, c2,
-                                 interleaved ? c2 + 2 * n : nullptr);
+          const detail::Row made =
+              row_block ? detail::Row{slot, slot + n} : row(t0 + k, slot, slot + n);
+          const auto [rc, rs] = detail::kernel_row(spec.layout, sign, n, made, slot + n, c2,
+                                                   interleaved ? c2 + 2 * n : nullptr);
           cs[k] = rc;
           ss[k] = rs;
         }
@@ -280,6 +283,44 @@ void check_rope_table(const Frequencies& freqs, const CosSinTable* table, const 
   }
 }
 
+namespace {
+
+// An id per function that makes rows, for thread_stepper.
+std::uint64_t new_row_call() {
+  static std::atomic<std::uint64_t> calls{0};
+  return ++calls;
+}
+
+// This thread's CosSinStepper for the rows of `call`: a thread computes a run of consecutive
+// tokens, so its stepper lives in thread-local storage, made anew when another call starts.
+CosSinStepper& thread_stepper(const Frequencies& freqs, std::uint64_t call) {
+  thread_local std::uint64_t stepper_call = 0;
+  thread_local std::optional<CosSinStepper> stepper;
+  if (stepper_call != call) {
+    stepper.emplace(freqs);
+    stepper_call = call;
+  }
+  return *stepper;
+}
+
+}  // namespace
+
+RowBlockFn cos_sin_row_block(const Frequencies& freqs, const Positions& positions,
+                             const CosSinTable* table) {
+  if (table || axis_count(freqs.spec) != 1 || !CosSinStepper::applies(freqs)) return {};
+  const std::uint64_t call = new_row_call();
+  return [&freqs, positions, call](std::int64_t t0, std::int64_t count, float* c, float* s,
+                                   std::int64_t stride) {
+    constexpr std::int64_t kChunk = 64;
+    std::int64_t p[kChunk];
+    for (std::int64_t k0 = 0; k0 < count; k0 += kChunk) {
+      const std::int64_t m = std::min(kChunk, count - k0);
+      for (std::int64_t k = 0; k < m; ++k) p[k] = position_at(positions, t0 + k0 + k);
+      thread_stepper(freqs, call).rows(p, m, c + k0 * stride, s + k0 * stride, stride);
+    }
+  };
+}
+
 RowFn cos_sin_rows(const Frequencies& freqs, const Positions& positions, std::int64_t tokens,
                    const CosSinTable* table) {
   const RopeSpec& spec = freqs.spec;
@@ -314,11 +355,9 @@ RowFn cos_sin_rows(const Frequencies& freqs, const Positions& positions, std::in
       it->end = r.end;
     }
   }
-  // Rows computed here: `precise` ones by each thread's CosSinStepper (a thread computes a run of
-  // consecutive tokens; the stepper lives in thread-local storage, keyed by this call), the other
+  // Rows computed here: `precise` ones by each thread's CosSinStepper (thread_stepper), the other
   // numerics by cos_sin_row_f32. Both give the same bits.
-  static std::atomic<std::uint64_t> calls{0};
-  const std::uint64_t call = ++calls;
+  const std::uint64_t call = new_row_call();
   const bool step = CosSinStepper::applies(freqs);
   auto computed = [&freqs, call, step, n](std::span<const std::int64_t> ap, float* c, float* s) {
     if (!step) {
@@ -329,13 +368,7 @@ RowFn cos_sin_rows(const Frequencies& freqs, const Positions& positions, std::in
       }
       return;
     }
-    thread_local std::uint64_t stepper_call = 0;
-    thread_local std::optional<CosSinStepper> stepper;
-    if (stepper_call != call) {
-      stepper.emplace(freqs);
-      stepper_call = call;
-    }
-    stepper->row(ap, c, s);
+    thread_stepper(freqs, call).row(ap, c, s);
   };
   // Prefetches the table's entries [begin, end) of token u's row on `axis`, when u is a token
   // and its position is in the table, for the multi-axis gather below: without it each token
@@ -423,7 +456,8 @@ int apply_rope(const Frequencies& freqs, const RopeArgs& args) {
   }
   detail::check_rope_table(freqs, args.table, "apply_rope");
   const RowFn row = detail::cos_sin_rows(freqs, args.positions, tokens, args.table);
-  return run(spec, passes, tokens, args.direction, args.threads, row, "apply_rope");
+  const detail::RowBlockFn row_block = detail::cos_sin_row_block(freqs, args.positions, args.table);
+  return run(spec, passes, tokens, args.direction, args.threads, row, row_block, "apply_rope");
 }
 
 void rerotate_keys(const Frequencies& from, const Frequencies& to, const TensorView& k,
@@ -447,7 +481,8 @@ void rerotate_keys(const Frequencies& from, const Frequencies& to, const TensorV
   const std::int64_t axes = axis_count(a);
   const auto n = static_cast<std::size_t>(from.pair_count());
   RowFn row;
-  Frequencies delta;  // outlives `row`, which reads it
+  detail::RowBlockFn row_block;
+  Frequencies delta;  // outlives `row` and `row_block`, which read it
   if (from.numerics == Numerics::kPrecise && to.numerics == Numerics::kPrecise) {
     // kPrecise rows are af cos(p w) and af sin(p w) with the angle exact, so the composite is
     // (af_to / af_from) times the rotation by p (w_to - w_from): the rows of frequencies
@@ -462,6 +497,7 @@ void rerotate_keys(const Frequencies& from, const Frequencies& to, const TensorV
     for (std::size_t i = 0; i < n; ++i) delta.inv_freq[i] = to.inv_freq[i] - from.inv_freq[i];
     delta.attention_factor = to.attention_factor / from.attention_factor;
     row = detail::cos_sin_rows(delta, positions, tokens, nullptr);
+    row_block = detail::cos_sin_row_block(delta, positions, nullptr);
   } else {
     // The engines' float32 rows: R(new) R(old)^T of the two rows as they are. With attention
     // factors folded into both, (c_n c_o + s_n s_o) / af_o^2 = (af_n / af_o) cos(new - old),
@@ -486,7 +522,7 @@ void rerotate_keys(const Frequencies& from, const Frequencies& to, const TensorV
       return detail::Row{c, s};
     };
   }
-  run(a, {Pass{&k, &k}}, tokens, Direction::kForward, threads, row, "rerotate_keys");
+  run(a, {Pass{&k, &k}}, tokens, Direction::kForward, threads, row, row_block, "rerotate_keys");
 }
 
 }  // namespace posenc

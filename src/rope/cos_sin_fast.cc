@@ -144,6 +144,77 @@ void CosSinStepper::row(std::span<const std::int64_t> ap, float* c, float* s) {
   }
 }
 
+void CosSinStepper::rows(const std::int64_t* positions, std::int64_t count, float* c, float* s,
+                         std::int64_t stride) {
+  if (last_pos_.size() != 1) {
+    throw Error(
+        "CosSinStepper: rows() takes one position per row, for a one-axis map; this one "
+        "reads " +
+        std::to_string(last_pos_.size()) + " axes");
+  }
+  std::int64_t k = 0;
+  while (k < count) {
+    // The run of rows from k that step by one from the current row, before the next anchor.
+    std::int64_t m = 0;
+    if (since_anchor_ >= 0) {
+      const std::int64_t room = std::min(count - k, kMaxSteps - since_anchor_);
+      std::int64_t last = last_pos_[0];
+      while (m < room && positions[k + m] - 1 == last &&
+             positions[k + m] < (std::int64_t{1} << 31)) {
+        last = positions[k + m];
+        ++m;
+      }
+    }
+    if (m == 0) {
+      row(std::span<const std::int64_t>(positions + k, 1), c + k * stride, s + k * stride);
+      ++k;
+      continue;
+    }
+    step_rows(positions + k, m, c + k * stride, s + k * stride, stride);
+    k += m;
+  }
+}
+
+void CosSinStepper::step_rows(const std::int64_t* positions, std::int64_t count, float* c, float* s,
+                              std::int64_t stride) {
+  const std::size_t n = w_.size();
+  if (last_moving_ != 1u) {
+    last_factors_ = step_factors(1u).data();
+    last_moving_ = 1u;
+  }
+  if (flagged_.size() < static_cast<std::size_t>(count) * n)
+    flagged_.resize(static_cast<std::size_t>(count) * n);
+  const double unit = bound_scale_ * std::abs(af_) * kUnitRoundoff;
+  CosSinStep st;
+  st.c = c_.data();
+  st.s = s_.data();
+  st.uc = last_factors_;
+  st.us = last_factors_ + n;
+  st.n = static_cast<std::int64_t>(n);
+  // Row j is step since_anchor_ + 1 + j: the bound of step() for it.
+  st.bound = unit * static_cast<double>(8 * (since_anchor_ + 1) + 16);
+  st.bound_step = unit * 8.0;
+  st.rows = count;
+  st.cos_out = c;
+  st.sin_out = s;
+  st.out_stride = stride;
+  st.flagged = flagged_.data();
+  const std::int64_t k = cos_sin_step(st);
+  const auto un = static_cast<std::int64_t>(n);
+  for (std::int64_t j = 0; j < k; ++j) {
+    const std::int64_t f = flagged_[static_cast<std::size_t>(j)];
+    const std::int64_t r = f / un, i = f % un;
+    double se, ce;
+    exact_sincos(positions[r], w_[static_cast<std::size_t>(i)], se, ce);
+    c[r * stride + i] = static_cast<float>(ce * af_);
+    s[r * stride + i] = static_cast<float>(se * af_);
+  }
+  since_anchor_ += count;
+  last_pos_[0] = positions[count - 1];
+  stats_.exact_pairs += k;
+  stats_.steps += count;
+}
+
 void CosSinStepper::step(unsigned moving, const std::int64_t* ap, float* c, float* s) {
   const std::size_t n = w_.size();
   if (moving != last_moving_) {

@@ -40,12 +40,22 @@ class CosSinStepper {
   // values each; the same bits as cos_sin_row_f32 of those positions.
   void row(std::span<const std::int64_t> axis_positions, float* c, float* s);
 
+  // The rows of a one-axis spec at positions[0 .. count): row k's n values at c + k * stride and
+  // s + k * stride; the same bits as row() per position. A run of positions going up by one is
+  // stepped in one kernel call (a prefill's block of tokens); anything else goes row by row.
+  void rows(const std::int64_t* positions, std::int64_t count, float* c, float* s,
+            std::int64_t stride);
+
   const Stats& stats() const { return stats_; }
 
  private:
   void anchor(const std::int64_t* axis_positions, float* c, float* s);
   // The next row by one step of the axes in `moving` (bit a: axis a moves by one).
   void step(unsigned moving, const std::int64_t* axis_positions, float* c, float* s);
+  // `count` one-axis rows by one step each from the current row, at positions[0 .. count), which
+  // go up by one from the last row's, within kMaxSteps of the anchor.
+  void step_rows(const std::int64_t* positions, std::int64_t count, float* c, float* s,
+                 std::int64_t stride);
   const std::vector<double>& step_factors(unsigned moving);
 
   std::vector<double> w_;

@@ -39,6 +39,16 @@ void check_rope_table(const Frequencies& freqs, const CosSinTable* table, const 
 RowFn cos_sin_rows(const Frequencies& freqs, const Positions& positions, std::int64_t tokens,
                    const CosSinTable* table);
 
+// The rows of tokens [t0, t0 + count), row k's n values at c + k * stride and s + k * stride.
+using RowBlockFn = std::function<void(std::int64_t t0, std::int64_t count, float* c, float* s,
+                                      std::int64_t stride)>;
+
+// cos_sin_rows' rows a block of tokens at a time, where that is cheaper: one axis, no table,
+// `precise` numerics (CosSinStepper::rows steps a prefill's block in one kernel call). Empty
+// otherwise. Keeps references to freqs, copies the rest.
+RowBlockFn cos_sin_row_block(const Frequencies& freqs, const Positions& positions,
+                             const CosSinTable* table);
+
 // The row in the kernels' form (rope/kernels/rotate.h): half-split uses (c, s) as they are, or
 // with s negated into s_neg for the inverse; interleaved expands into c2, s2 (2n each). s_neg may
 // be row.second's own buffer. Returns the pointers to hand over.

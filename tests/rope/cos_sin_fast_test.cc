@@ -125,6 +125,61 @@ TEST(CosSinFast, SteppedRowsAreTheExactRowsOnEveryTarget) {
   });
 }
 
+// CosSinStepper::rows, which steps a block of rows in one kernel call (apply_rope's on-the-fly
+// blocks of tokens), gives row()'s bits: blocks that cross the re-anchoring at kMaxSteps steps,
+// blocks with a jump or a repeat inside (the run splits and re-anchors), positions up to 2^31 - 1
+// and negative ones, rows of 550 pairs (two groups of vectors, flagged pairs in both), and rows
+// written with a stride; with the bound grown 10^4 times (still a bound: more pairs go exact) many
+// pairs of every row of a block are flagged and must be recomputed in their own row (a block's
+// pair indices are row * n + pair).
+TEST(CosSinFast, BlocksOfRowsAreRowByRowsBitsOnEveryTarget) {
+  std::vector<Named> specs = RealSpecs();
+  specs.erase(std::remove_if(specs.begin(), specs.end(),
+                             [](const Named& s) { return posenc::axis_count(s.freqs.spec) != 1; }),
+              specs.end());
+  specs.push_back({"yarn-1100", posenc::compute_frequencies(posenc::testing::make_spec(
+                                    posenc::Method::kYarn, 1100, 10000.0, 16.0, 4096))});
+  ForEachTarget([&](const std::string& target) {
+    for (const Named& spec : specs) {
+      for (double bound_scale : {1.0, 1e4}) {
+        const auto n = static_cast<std::int64_t>(spec.freqs.pair_count());
+        const std::int64_t stride = n + 3;
+        for (std::int64_t a : {std::int64_t{0}, std::int64_t{-40}, kTop - 1100, std::int64_t{77}}) {
+          // 1100 positions from a: consecutive, then a jump back, a repeat, a jump forward.
+          std::vector<std::int64_t> p;
+          for (std::int64_t m = 0; m < 1100; ++m) p.push_back(a + m);
+          p[700] = a + 3;
+          p[701] = a + 3;
+          p[900] = a + 1050;
+          CosSinStepper one(spec.freqs, bound_scale), block(spec.freqs, bound_scale);
+          std::vector<float> c1(static_cast<std::size_t>(n)), s1(c1.size());
+          std::vector<float> cb(static_cast<std::size_t>(37 * stride)), sb(cb.size());
+          std::int64_t differing = 0;
+          for (std::size_t k0 = 0; k0 < p.size(); k0 += 37) {
+            const auto count = static_cast<std::int64_t>(std::min<std::size_t>(37, p.size() - k0));
+            block.rows(p.data() + k0, count, cb.data(), sb.data(), stride);
+            for (std::int64_t k = 0; k < count; ++k) {
+              one.row(std::span<const std::int64_t>(&p[k0 + static_cast<std::size_t>(k)], 1),
+                      c1.data(), s1.data());
+              const auto bytes = static_cast<std::size_t>(n) * sizeof(float);
+              differing += std::memcmp(c1.data(), cb.data() + k * stride, bytes) != 0 ||
+                           std::memcmp(s1.data(), sb.data() + k * stride, bytes) != 0;
+            }
+          }
+          EXPECT_EQ(differing, 0) << target << " " << spec.name << " anchor " << a << " bound x"
+                                  << bound_scale;
+          EXPECT_EQ(block.stats().anchors, one.stats().anchors) << spec.name;
+          EXPECT_EQ(block.stats().exact_pairs, one.stats().exact_pairs) << spec.name;
+          EXPECT_GT(block.stats().steps, 1000) << spec.name;
+          if (bound_scale > 1.0) {
+            EXPECT_GT(block.stats().exact_pairs, 1000) << spec.name;
+          }
+        }
+      }
+    }
+  });
+}
+
 TEST(CosSinFast, LongRowsSpanSeveralGroupsOfVectors) {
   // 550 pairs: the step checks up to 64 vectors before it looks at the ones that failed, so a row
   // this long is two groups on every target (68 vectors of 8 doubles and a tail of 6 on AVX-512)

@@ -44,12 +44,13 @@ HWY_INLINE bool StepLanes(D d, double* HWY_RESTRICT pc, double* HWY_RESTRICT ps,
   return hn::AllTrue(df, hn::And(ok_c, ok_s));
 }
 
-// The same check per entry, from the stepped doubles, for a group that failed as a whole.
-HWY_NOINLINE std::int64_t FlagLanes(const CosSinStep& a, std::int64_t begin, std::int64_t end,
-                                    std::int64_t flagged) {
+// The same check per entry, from the stepped doubles, for a group that failed as a whole; entries
+// listed as first + i.
+HWY_NOINLINE std::int64_t FlagLanes(const CosSinStep& a, double row_bound, std::int64_t first,
+                                    std::int64_t begin, std::int64_t end, std::int64_t flagged) {
   const hn::CappedTag<double, 1> d1;
   const hn::Rebind<float, decltype(d1)> f1;
-  const auto bound = hn::Set(d1, a.bound);
+  const auto bound = hn::Set(d1, row_bound);
   for (std::int64_t i = begin; i < end; ++i) {
     bool ok = true;
     for (const double* row : {a.c, a.s}) {
@@ -57,7 +58,7 @@ HWY_NOINLINE std::int64_t FlagLanes(const CosSinStep& a, std::int64_t begin, std
       ok = ok && hn::AllTrue(f1, hn::Eq(hn::DemoteTo(f1, hn::Sub(v, bound)),
                                         hn::DemoteTo(f1, hn::Add(v, bound))));
     }
-    if (!ok) a.flagged[flagged++] = i;
+    if (!ok) a.flagged[flagged++] = first + i;
   }
   return flagged;
 }
@@ -65,36 +66,42 @@ HWY_NOINLINE std::int64_t FlagLanes(const CosSinStep& a, std::int64_t begin, std
 std::int64_t CosSinStepRow(const CosSinStep& a) {
   const hn::ScalableTag<double> d;
   const auto lanes = static_cast<std::int64_t>(hn::Lanes(d));
-  const auto bound = hn::Set(d, a.bound);
   double* HWY_RESTRICT c = a.c;
   double* HWY_RESTRICT s = a.s;
   const double* HWY_RESTRICT uc = a.uc;
   const double* HWY_RESTRICT us = a.us;
-  float* HWY_RESTRICT oc = a.cos_out;
-  float* HWY_RESTRICT os = a.sin_out;
   const std::int64_t n = a.n;
-  std::int64_t flagged = 0, i = 0;
-  // Groups of up to 64 vectors without a branch per vector (the check fails for about 2e-3 of
-  // the pairs): a bit per vector that failed, then the per-entry check of those, so the vectors
-  // of a row overlap in the pipeline. The row is bound by its four double-to-float conversions
-  // per vector (about 1.75 cycles each on Zen 5, 1.6 on Sapphire Rapids), not by this loop.
-  while (i + lanes <= n) {
-    const std::int64_t begin = i;
-    std::uint64_t failed = 0;
-    for (unsigned g = 0; g < 64 && i + lanes <= n; ++g, i += lanes) {
-      const bool ok = StepLanes(d, c + i, s + i, uc + i, us + i, oc + i, os + i, bound);
-      failed |= static_cast<std::uint64_t>(!ok) << g;
-    }
-    for (; failed != 0; failed &= failed - 1) {
-      const std::int64_t at = begin + lanes * static_cast<std::int64_t>(std::countr_zero(failed));
-      flagged = FlagLanes(a, at, at + lanes, flagged);
-    }
-  }
   const hn::CappedTag<double, 1> d1;
-  const auto bound1 = hn::Set(d1, a.bound);
-  for (; i < n; ++i) {
-    if (!StepLanes(d1, c + i, s + i, uc + i, us + i, oc + i, os + i, bound1))
-      a.flagged[flagged++] = i;
+  std::int64_t flagged = 0;
+  // Rows in one call: the next row's first vectors overlap this row's last ones in the pipeline
+  // (a call per row spent about a quarter of a row's time on the call and the loop's ends).
+  for (std::int64_t r = 0; r < a.rows; ++r) {
+    const double row_bound = a.bound + static_cast<double>(r) * a.bound_step;
+    const auto bound = hn::Set(d, row_bound);
+    float* HWY_RESTRICT oc = a.cos_out + r * a.out_stride;
+    float* HWY_RESTRICT os = a.sin_out + r * a.out_stride;
+    std::int64_t i = 0;
+    // Groups of up to 64 vectors without a branch per vector (the check fails for about 2e-3 of
+    // the pairs): a bit per vector that failed, then the per-entry check of those, so the vectors
+    // of a row overlap in the pipeline. The row is bound by its four double-to-float conversions
+    // per vector (about 1.75 cycles each on Zen 5, 1.6 on Sapphire Rapids), not by this loop.
+    while (i + lanes <= n) {
+      const std::int64_t begin = i;
+      std::uint64_t failed = 0;
+      for (unsigned g = 0; g < 64 && i + lanes <= n; ++g, i += lanes) {
+        const bool ok = StepLanes(d, c + i, s + i, uc + i, us + i, oc + i, os + i, bound);
+        failed |= static_cast<std::uint64_t>(!ok) << g;
+      }
+      for (; failed != 0; failed &= failed - 1) {
+        const std::int64_t at = begin + lanes * static_cast<std::int64_t>(std::countr_zero(failed));
+        flagged = FlagLanes(a, row_bound, r * n, at, at + lanes, flagged);
+      }
+    }
+    const auto bound1 = hn::Set(d1, row_bound);
+    for (; i < n; ++i) {
+      if (!StepLanes(d1, c + i, s + i, uc + i, us + i, oc + i, os + i, bound1))
+        a.flagged[flagged++] = r * n + i;
+    }
   }
   return flagged;
 }
