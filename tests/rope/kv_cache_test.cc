@@ -243,8 +243,11 @@ TEST(KvCache, LargeAppendsWithStreamingStoresGiveTheSameBits) {
 
 // The rows-in-registers path (full half-split rotary of 64, 128, 256 dims into a cache of k's
 // dtype: AppendKRowInRegisters) with streaming stores: appends of 4 MiB or more, k read only and
-// rotated in place, pages padded by 3 elements so the cache rows start at every alignment, on
-// every target. (The streaming test above uses partial rotary, which takes the per-head path.)
+// rotated in place, pages padded by 3 elements so the cache rows start at every alignment (rows
+// on a vector boundary are streamed from the registers, the others staged), on every target.
+// Also bf16 into fp8 with power-of-two scales, whose whole rows on a 32-byte boundary are streamed
+// from the registers too (StreamBf16AsFp8Row). (The streaming test above uses partial rotary,
+// which takes the per-head path.)
 TEST(KvCache, RowsInRegistersWithStreamingStoresGiveTheSameBits) {
   std::mt19937 rng(37);
   struct Kind {
@@ -252,11 +255,11 @@ TEST(KvCache, RowsInRegistersWithStreamingStoresGiveTheSameBits) {
     CacheDType cache_dtype;
     std::int64_t head_dim;
   };
-  const Kind kinds[] = {{DType::kBF16, CacheDType::kBF16, 64},
-                        {DType::kBF16, CacheDType::kBF16, 128},
-                        {DType::kBF16, CacheDType::kBF16, 256},
-                        {DType::kF16, CacheDType::kF16, 128},
-                        {DType::kF32, CacheDType::kF32, 128}};
+  const Kind kinds[] = {
+      {DType::kBF16, CacheDType::kBF16, 64},   {DType::kBF16, CacheDType::kBF16, 128},
+      {DType::kBF16, CacheDType::kBF16, 256},  {DType::kF16, CacheDType::kF16, 128},
+      {DType::kF32, CacheDType::kF32, 128},    {DType::kBF16, CacheDType::kFp8E4M3, 128},
+      {DType::kBF16, CacheDType::kFp8E4M3, 64}};
   posenc_test::ForEachTarget([&](const std::string& target) {
     for (const Kind& kind : kinds) {
       for (bool in_place : {false, true}) {
@@ -269,6 +272,10 @@ TEST(KvCache, RowsInRegistersWithStreamingStoresGiveTheSameBits) {
         c.packed = true;
         c.page_pad = 3;
         c.k_in_place = in_place;
+        if (kind.cache_dtype == CacheDType::kFp8E4M3) {
+          c.k_scale = 0.25f;  // powers of two: StoreBf16AsFp8's path
+          c.v_scale = 2.0f;
+        }
         const std::int64_t row_bytes =
             2 * 2 * kind.head_dim * posenc::cache_dtype_size(kind.cache_dtype);
         c.tokens = ((std::int64_t{4} << 20) + row_bytes - 1) / row_bytes;
