@@ -7,7 +7,8 @@ Usage (from the repository root, after a release build):
 
 One table, one row per case: the median time of --repetitions samples, GB/s, the ratios to the
 in-place stream, memcpy and the scalar loop measured in the same process, and for the fused cases
-the speed-up over rotate-then-copy. With --runs N > 1 `posenc bench` runs N times, one process
+the speed-up over rotate-then-copy and the ratio to the fused call's own traffic streamed with no
+arithmetic (ratio_to_append_stream). With --runs N > 1 `posenc bench` runs N times, one process
 after another: each number is then the median of the N runs' medians, and a column gives the
 range of ratio_to_stream over the runs (on a shared machine the cases larger than the L3 move
 between runs more than within one). The header says what ran where: the commit, the SIMD target,
