@@ -227,8 +227,9 @@ void add_bench(CLI::App& app) {
       "Time the RoPE kernel on the benchmark cases (real model shapes x f32/f16/bf16 x table or "
       "on-the-fly cos/sin x threads), in place, against a memcpy, a scalar loop and an in-place "
       "streaming pass of the same bytes; and the fused RoPE + KV-cache append (fused-* cases) "
-      "against rotate-then-copy. Progress goes to stderr. For careful numbers use posenc_bench "
-      "(Google Benchmark).");
+      "against rotate-then-copy and against its own traffic streamed with no arithmetic (x "
+      "append). Progress goes to stderr. For careful numbers use posenc_bench (Google "
+      "Benchmark).");
   cmd->add_option(
       "--filter", opts->filter,
       "Regular expression (ECMAScript, searched) on case names, e.g. 'decode' or 'prefill-q/f32'");
