@@ -175,12 +175,13 @@ void CosSinStepper::rows(const std::int64_t* positions, std::int64_t count, floa
   }
 }
 
-void CosSinStepper::step_rows(const std::int64_t* positions, std::int64_t count, float* c, float* s,
-                              std::int64_t stride) {
+template <class PositionOf>
+void CosSinStepper::step_run(unsigned moving, std::int64_t count, float* c, float* s,
+                             std::int64_t stride, PositionOf position_of) {
   const std::size_t n = w_.size();
-  if (last_moving_ != 1u) {
-    last_factors_ = step_factors(1u).data();
-    last_moving_ = 1u;
+  if (moving != last_moving_) {
+    last_factors_ = step_factors(moving).data();
+    last_moving_ = moving;
   }
   if (flagged_.size() < static_cast<std::size_t>(count) * n)
     flagged_.resize(static_cast<std::size_t>(count) * n);
@@ -191,7 +192,7 @@ void CosSinStepper::step_rows(const std::int64_t* positions, std::int64_t count,
   st.uc = last_factors_;
   st.us = last_factors_ + n;
   st.n = static_cast<std::int64_t>(n);
-  // Row j is step since_anchor_ + 1 + j: the bound of step() for it.
+  // Row j is step m = since_anchor_ + 1 + j: E = unit (8 m + 16), the bound above.
   st.bound = unit * static_cast<double>(8 * (since_anchor_ + 1) + 16);
   st.bound_step = unit * 8.0;
   st.rows = count;
@@ -204,45 +205,26 @@ void CosSinStepper::step_rows(const std::int64_t* positions, std::int64_t count,
   for (std::int64_t j = 0; j < k; ++j) {
     const std::int64_t f = flagged_[static_cast<std::size_t>(j)];
     const std::int64_t r = f / un, i = f % un;
+    const auto pair = static_cast<std::size_t>(i);
     double se, ce;
-    exact_sincos(positions[r], w_[static_cast<std::size_t>(i)], se, ce);
+    exact_sincos(position_of(r, pair), w_[pair], se, ce);
     c[r * stride + i] = static_cast<float>(ce * af_);
     s[r * stride + i] = static_cast<float>(se * af_);
   }
   since_anchor_ += count;
-  last_pos_[0] = positions[count - 1];
   stats_.exact_pairs += k;
   stats_.steps += count;
 }
 
+void CosSinStepper::step_rows(const std::int64_t* positions, std::int64_t count, float* c, float* s,
+                              std::int64_t stride) {
+  step_run(1u, count, c, s, stride,
+           [positions](std::int64_t r, std::size_t) { return positions[r]; });
+  last_pos_[0] = positions[count - 1];
+}
+
 void CosSinStepper::step(unsigned moving, const std::int64_t* ap, float* c, float* s) {
-  const std::size_t n = w_.size();
-  if (moving != last_moving_) {
-    last_factors_ = step_factors(moving).data();
-    last_moving_ = moving;
-  }
-  ++since_anchor_;
-  CosSinStep st;
-  st.c = c_.data();
-  st.s = s_.data();
-  st.uc = last_factors_;
-  st.us = last_factors_ + n;
-  st.n = static_cast<std::int64_t>(n);
-  st.bound =
-      bound_scale_ * std::abs(af_) * kUnitRoundoff * static_cast<double>(8 * since_anchor_ + 16);
-  st.cos_out = c;
-  st.sin_out = s;
-  st.flagged = flagged_.data();
-  const std::int64_t k = cos_sin_step(st);
-  for (std::int64_t j = 0; j < k; ++j) {
-    const auto i = static_cast<std::size_t>(flagged_[static_cast<std::size_t>(j)]);
-    double se, ce;
-    exact_sincos(ap[slot_axis_[i]], w_[i], se, ce);
-    c[i] = static_cast<float>(ce * af_);
-    s[i] = static_cast<float>(se * af_);
-  }
-  stats_.exact_pairs += k;
-  ++stats_.steps;
+  step_run(moving, 1, c, s, 0, [&](std::int64_t, std::size_t i) { return ap[slot_axis_[i]]; });
 }
 
 }  // namespace posenc::detail

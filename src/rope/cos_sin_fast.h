@@ -56,6 +56,12 @@ class CosSinStepper {
   // go up by one from the last row's, within kMaxSteps of the anchor.
   void step_rows(const std::int64_t* positions, std::int64_t count, float* c, float* s,
                  std::int64_t stride);
+  // What step and step_rows share: `count` rows by one step each of the axes in `moving`, row r's
+  // floats at c + r * stride; position_of(r, i) is pair i's position in row r (for the pairs the
+  // bound sends to the exact path).
+  template <class PositionOf>
+  void step_run(unsigned moving, std::int64_t count, float* c, float* s, std::int64_t stride,
+                PositionOf position_of);
   const std::vector<double>& step_factors(unsigned moving);
 
   std::vector<double> w_;
