@@ -300,6 +300,9 @@ int rope_append_kv_cache(const Frequencies& freqs, const KvCache& cache, const K
   const std::int64_t n = args.rotate ? freqs.pair_count() : 0;
   const detail::RowFn row =
       args.rotate ? detail::cos_sin_rows(freqs, args.positions, tokens, args.table) : nullptr;
+  // On the fly, rows a block of tokens at a time where that applies (apply.cc does the same).
+  const detail::RowBlockFn row_block =
+      args.rotate ? detail::cos_sin_row_block(freqs, args.positions, args.table) : nullptr;
   const std::int64_t q_heads = args.q ? args.q->heads : 0;
   const std::int64_t elements = tokens * (q_heads + 2 * cache.heads) * spec.head_dim;
   int threads = elements < kMinParallelElements ? 1 : run_threads(args.threads);
@@ -320,12 +323,24 @@ int rope_append_kv_cache(const Frequencies& freqs, const KvCache& cache, const K
   auto body = [&](std::int64_t begin, std::int64_t end) {
     const auto un = static_cast<std::size_t>(n);
     std::vector<float> c(un), s(un), c2(2 * un), s2(2 * un);
+    constexpr std::int64_t kBlockTokens = 16;
+    std::vector<float> block(row_block ? 2 * un * kBlockTokens : 0);
     for (std::int64_t t = begin; t < end; ++t) {
       const float* rc = nullptr;
       const float* rs = nullptr;
       if (args.rotate) {
-        std::tie(rc, rs) = detail::kernel_row(spec.layout, 1.0f, n, row(t, c.data(), s.data()),
-                                              s.data(), c2.data(), s2.data());
+        detail::Row made;
+        if (row_block) {
+          const std::int64_t k = (t - begin) % kBlockTokens;
+          if (k == 0) {
+            row_block(t, std::min(kBlockTokens, end - t), block.data(), block.data() + n, 2 * n);
+          }
+          made = {block.data() + 2 * n * k, block.data() + 2 * n * k + n};
+        } else {
+          made = row(t, c.data(), s.data());
+        }
+        std::tie(rc, rs) =
+            detail::kernel_row(spec.layout, 1.0f, n, made, s.data(), c2.data(), s2.data());
       }
       if (args.q) {
         const TensorView& q = *args.q;

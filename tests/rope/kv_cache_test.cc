@@ -173,6 +173,20 @@ TEST(KvCache, EveryPositionFormMethodTableAndThreads) {
     big.layout = layout;
     big.cache_dtype = CacheDType::kBF16;
     CheckCase(big, rng, Name(big) + " 2 threads");
+    // A prefill on the fly: consecutive positions, whose rows are stepped a block of 16 tokens
+    // at a time (CosSinStepper::rows), over a run that re-anchors (more than 512 tokens), on one
+    // thread and split over two (each thread's run starts its own blocks).
+    for (int threads : {1, 2}) {
+      Case prefill = big;
+      prefill.tokens = 600;
+      prefill.q_heads = 2;
+      prefill.kv_heads = 1;
+      prefill.table = false;
+      prefill.consecutive_positions = true;
+      prefill.threads = threads;
+      CheckCase(prefill, rng,
+                Name(prefill) + " prefill on the fly, threads " + std::to_string(threads));
+    }
   }
 }
 

@@ -104,6 +104,7 @@ struct Case {
   bool k_in_place = false;
   bool table = true;
   bool int32_positions = false;
+  bool consecutive_positions = false;  // 1000, 1001, ... (a prefill: on the fly, stepped rows)
   bool multi_axis = false;
   int threads = 1;
   float k_scale = 1.0f, v_scale = 1.0f;
@@ -173,7 +174,8 @@ inline Inputs Make(const Case& c, std::mt19937& rng) {
   }
   const std::int64_t axes = c.multi_axis ? 3 : 1;
   std::uniform_int_distribution<std::int64_t> pick(0, 5000);
-  for (std::int64_t i = 0; i < axes * c.tokens; ++i) s.pos64.push_back(pick(rng));
+  for (std::int64_t i = 0; i < axes * c.tokens; ++i)
+    s.pos64.push_back(c.consecutive_positions ? 1000 + i % c.tokens : pick(rng));
   for (std::int64_t p : s.pos64) s.pos32.push_back(static_cast<std::int32_t>(p));
   if (c.table) s.table.emplace(s.freqs, 3000);  // some positions inside, some past it
 
