@@ -7,12 +7,12 @@
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>
 
-#include <algorithm>
 #include <cstring>
 #include <type_traits>
 
 #include "rope/kernels/avx512_bf16.h"
 #include "rope/kernels/half-inl.h"
+#include "rope/kernels/kv_cache-inl.h"
 #include "rope/kernels/rotate-inl.h"
 #include "rope/kernels/rotate.h"
 #include "stream.h"
@@ -74,24 +74,11 @@ void StreamScale(void* data, DType dtype, std::int64_t count, float scale) {
   }
 }
 
-// bytes from src to dst with streaming stores on dst's whole aligned vectors (the fused kernel's
-// StreamBytes), plain copies for the ends.
+// bytes from src to dst as the fused kernel streams a row of v (kv_cache-inl.h: prefetch_ahead,
+// then StreamBytes, streaming stores on dst's whole aligned vectors, plain copies for the ends).
 void StreamCopy(const void* src, void* dst, std::size_t bytes) {
-  const auto* in = static_cast<const std::uint8_t*>(src);
-  auto* out = static_cast<std::uint8_t*>(dst);
-  std::size_t i = 0;
-#if HWY_TARGET != HWY_SCALAR
-  const hn::ScalableTag<std::uint8_t> d;
-  const std::size_t lanes = hn::Lanes(d);
-  const std::size_t head =
-      std::min(bytes, (lanes - reinterpret_cast<std::uintptr_t>(out) % lanes) % lanes);
-  std::memcpy(out, in, head);
-  for (i = head; i + lanes <= bytes; i += lanes) {
-    detail::prefetch_ahead(in + i, static_cast<std::int64_t>(lanes));
-    hn::Stream(hn::LoadU(d, in + i), d, out + i);
-  }
-#endif
-  std::memcpy(out + i, in + i, bytes - i);
+  detail::prefetch_ahead(static_cast<const std::uint8_t*>(src), static_cast<std::int64_t>(bytes));
+  detail::HWY_NAMESPACE::StreamBytes(src, dst, bytes);
 }
 
 // count two-byte elements to their high bytes at dst: streaming stores of whole vectors where dst
