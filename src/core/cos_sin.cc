@@ -7,19 +7,17 @@
 #include <vector>
 
 #include "core/ggml_model.h"
+#include "core/pi_reduction.h"
 #include "core/torch_float32.h"
 #include "posenc/core/error.h"
 
 namespace posenc {
 namespace {
 
-// pi/2 as the unevaluated sum of three doubles (Cody-Waite): kHalfPi1 is pi/2 rounded to double,
-// kHalfPi2 the rounding error of that, kHalfPi3 the error of the pair. Together ~160 bits of
-// pi/2, enough to reduce any angle below 2^31 without losing a bit of the remainder.
-constexpr double kHalfPi1 = 1.570796326794896558e+00;
-constexpr double kHalfPi2 = 6.123233995736766036e-17;
-constexpr double kHalfPi3 = -1.497384904859169833e-33;
-constexpr double kTwoOverPi = 0.63661977236758134308;
+using detail::kHalfPi1;
+using detail::kHalfPi2;
+using detail::kHalfPi3;
+using detail::kTwoOverPi;
 
 // A ggml_rope_multi call (MROPE, IMROPE, VISION): its rows come from ggml_mrope_cache_init.
 bool ggml_multi(const Frequencies& freqs) {

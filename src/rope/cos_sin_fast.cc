@@ -5,10 +5,13 @@
 // in exact_sincos); af the attention factor.
 //  1. exact_sincos gives cos and sin within d = 2u each: the reduction is exact to ~1e-22, glibc's
 //     sin and cos of the remainder are within 1 ulp (<= u below 1), the correction term and the
-//     final sum add < u/2. So the anchor Z_0 and the step factor U = exact_sincos(1, w) are
-//     within sqrt(2) d < 3u of z_0 and exp(i w) (complex modulus).
-//  2. The row kept is A_m, af times the m-th row: A_0 is the exact path's own doubles fl(c af),
-//     fl(s af), within |af| (d + 1.01u) < 3.1u |af| per part, 4.4u |af| in modulus, of af z_0;
+//     final sum add < u/2. The anchors and the step factor U = exp(i w) are made by the SIMD
+//     anchor kernel (the same reduction, Taylor polynomials within 1.0u: the derivation is in
+//     kernels/cos_sin_fast_kernel.cc) or, for the pairs it flags, by exact_sincos: within d of
+//     the true values either way, so Z_0 and U are within sqrt(2) d < 3u of z_0 and exp(i w)
+//     (complex modulus).
+//  2. The row kept is A_m, af times the m-th row: A_0 = fl(c af), fl(s af) with c and s within d
+//     of the truth, so within |af| (d + 1.01u) < 3.1u |af| per part, 4.4u |af| in modulus, of af z_0;
 //     A_m = fl(A_{m-1} U). Each part of a product is x y - x' y' with one product rounded and the
 //     rest fused (FMA), or both products and the sum rounded (no FMA): either way the error is
 //     <= 2u (|x y| + |x' y'|) <= 2u |A||U| by Cauchy-Schwarz, < 3u |af| in modulus (|A| / |af| and
@@ -64,29 +67,67 @@ CosSinStepper::CosSinStepper(const Frequencies& freqs, double bound_scale)
   }
   c_.resize(n);
   s_.resize(n);
+  position_.resize(n);
   last_pos_.assign(axes, 0);
   flagged_.resize(n);
   factors_.resize(std::size_t{1} << std::min<std::size_t>(axes, 4));
 }
 
 void CosSinStepper::anchor(const std::int64_t* ap, float* c, float* s) {
-  for (std::size_t i = 0; i < w_.size(); ++i) {
+  const std::size_t n = w_.size();
+  for (std::size_t i = 0; i < n; ++i) position_[i] = static_cast<double>(ap[slot_axis_[i]]);
+  // The first row's bound: the SIMD anchor's doubles are within 1.0 u of the true values, closer
+  // than the 2 u the derivation above allows exact_sincos (cos_sin_fast_kernel.cc).
+  const std::int64_t k = exact_anchor(position_.data(), af_,
+                                      bound_scale_ * std::abs(af_) * kUnitRoundoff * 16.0, c, s);
+  since_anchor_ = 0;
+  ++stats_.anchors;
+  stats_.exact_pairs += k;
+}
+
+std::int64_t CosSinStepper::exact_anchor(const double* position, double af, double bound, float* c,
+                                         float* s) {
+  CosSinAnchor a;
+  a.position = position;
+  a.w = w_.data();
+  a.n = static_cast<std::int64_t>(w_.size());
+  a.af = af;
+  a.c = c_.data();
+  a.s = s_.data();
+  a.cos_out = c;
+  a.sin_out = s;
+  a.bound = bound;
+  a.flagged = flagged_.data();
+  const std::int64_t k = cos_sin_anchor(a);
+  // The pairs whose rounding the bound left open, or whose angle the polynomials do not cover:
+  // exact_sincos, doubles and floats.
+  for (std::int64_t j = 0; j < k; ++j) {
+    const auto i = static_cast<std::size_t>(flagged_[static_cast<std::size_t>(j)]);
     double se, ce;
-    exact_sincos(ap[slot_axis_[i]], w_[i], se, ce);
-    c_[i] = ce * af_;
-    s_[i] = se * af_;
+    exact_sincos(static_cast<std::int64_t>(position[i]), w_[i], se, ce);
+    c_[i] = ce * af;
+    s_[i] = se * af;
     c[i] = static_cast<float>(c_[i]);
     s[i] = static_cast<float>(s_[i]);
   }
-  since_anchor_ = 0;
-  ++stats_.anchors;
+  return k;
 }
 
 const std::vector<double>& CosSinStepper::step_factors(unsigned moving) {
   const std::size_t n = w_.size();
   if (unit_step_.empty()) {
+    // exp(i w) for each pair: the anchor at position 1 without the attention factor (its doubles
+    // are within 1.0 u of the true values, inside the 3 u the bound allows U), kept before c_ and
+    // s_ are restored to the current row.
     unit_step_.resize(2 * n);
-    for (std::size_t i = 0; i < n; ++i) exact_sincos(1, w_[i], unit_step_[n + i], unit_step_[i]);
+    const std::vector<double> row_c = c_, row_s = s_;
+    std::fill(position_.begin(), position_.end(), 1.0);
+    std::vector<float> scratch(2 * n);
+    exact_anchor(position_.data(), 1.0, 0.0, scratch.data(), scratch.data() + n);
+    std::copy(c_.begin(), c_.end(), unit_step_.begin());
+    std::copy(s_.begin(), s_.end(), unit_step_.begin() + static_cast<std::ptrdiff_t>(n));
+    c_ = row_c;
+    s_ = row_s;
   }
   if (moving >= factors_.size()) factors_.resize(std::size_t{moving} + 1);
   std::vector<double>& f = factors_[moving];

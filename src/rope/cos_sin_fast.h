@@ -2,10 +2,12 @@
 // (internal).
 //
 // A CosSinStepper makes the rows of a run of tokens whose positions go up by one (a prefill):
-// it computes one row exactly (exact_sincos, the anchor), then each next row by rotating the
+// it computes one row directly (the anchor: SIMD Taylor polynomials after exact_sincos's exact
+// reduction, rounded where the bound proves it, exact_sincos for the rest), then each next row by rotating the
 // previous one by the step angle w_i in double, and rounds each entry to float32 only where an
-// error bound proves the rounding equals the exact path's; other entries, and every row after
-// kMaxSteps steps or after any other jump of a position, are computed exactly. So every entry is
+// error bound proves the rounding equals the exact path's; other entries are computed by
+// exact_sincos, and every row after kMaxSteps steps or after any other jump of a position is an
+// anchor. So every entry is
 // bit-identical to cos_sin_row_f32 (the bound and its derivation are in cos_sin_fast.cc).
 #pragma once
 
@@ -50,6 +52,9 @@ class CosSinStepper {
 
  private:
   void anchor(const std::int64_t* axis_positions, float* c, float* s);
+  // The doubles c_, s_ (times af) and the floats c, s of the pairs at `position` (one per pair):
+  // the SIMD anchor kernel, and exact_sincos for the pairs it flags. Returns how many it flagged.
+  std::int64_t exact_anchor(const double* position, double af, double bound, float* c, float* s);
   // The next row by one step of the axes in `moving` (bit a: axis a moves by one).
   void step(unsigned moving, const std::int64_t* axis_positions, float* c, float* s);
   // `count` one-axis rows by one step each from the current row, at positions[0 .. count), which
@@ -69,7 +74,8 @@ class CosSinStepper {
   std::vector<unsigned> used_axes_;     // the axes some pair reads
   double af_ = 1.0;
   double bound_scale_ = 1.0;
-  std::vector<double> c_, s_;  // the current row, unscaled
+  std::vector<double> c_, s_;     // the current row, times the attention factor
+  std::vector<double> position_;  // per pair, the anchor's position
   std::vector<std::int64_t> last_pos_;
   std::vector<std::int64_t> flagged_;
   // Step factors per set of moving axes (bit a: axis a moves by one): [uc | us], 2n each; (1, 0)

@@ -15,11 +15,13 @@
 
 #include <gtest/gtest.h>
 
+#include "posenc/core/cos_sin.h"
 #include "posenc/core/frequencies.h"
 #include "posenc/io/presets.h"
 #include "posenc/rope/apply.h"
 #include "posenc/rope/table.h"
 #include "rope/cos_sin_fast.h"
+#include "rope/kernels/cos_sin_fast_kernel.h"
 #include "support/rope_test_support.h"
 #include "support/simd_targets.h"
 
@@ -299,7 +301,7 @@ TEST(CosSinFast, OnTheFlyRotationIsTheTablePathsOnEveryTarget) {
         const auto with_table = Rotated(f, x, tokens, heads, pos, &table, 1);
         EXPECT_EQ(Rotated(f, x, tokens, heads, pos, nullptr, 1).bytes, with_table.bytes);
         EXPECT_EQ(Rotated(f, x, tokens, heads, pos, nullptr, 2).bytes, with_table.bytes);
-        // Near 2^31 - 1, where no table reaches: against the exact row of every token (the
+        // Near 2^31 - 1, where no table reaches: against every token's row as an anchor (the
         // positions reversed, so that no row is stepped from another, and the output reversed).
         for (std::int64_t t = 0; t < tokens; ++t)
           pos[static_cast<std::size_t>(t)] = kTop - tokens + 1 + t;
@@ -321,6 +323,125 @@ TEST(CosSinFast, OnTheFlyRotationIsTheTablePathsOnEveryTarget) {
         }
         EXPECT_EQ(differing, 0);
       }
+    }
+  });
+}
+
+// Rows that are all anchors (every position jumps), computed by the SIMD anchor kernel with the
+// bound's check and exact_sincos for the pairs it flags, against the exact path bit for bit: random
+// positions over every magnitude to 2^31 - 1 and negative, positions from 2^31 to 2^52 (angles the
+// reduction no longer makes exact; the anchor must still give exact_sincos's bits), real specs,
+// and frequencies above 1 (angles of many turns per position) and tiny ones. On targets with FMA
+// the kernel decides nearly every pair; without it (SSE4 and below) it flags every pair.
+TEST(CosSinFast, AnchorRowsAreTheExactRowsOnEveryTarget) {
+  std::vector<Named> specs = RealSpecs();
+  Frequencies wide = posenc::compute_frequencies(posenc::testing::make_spec(posenc::Method::kNone));
+  for (std::size_t i = 0; i < wide.inv_freq.size(); ++i) {
+    wide.inv_freq[i] = i % 3 == 0 ? 3.7 * static_cast<double>(i + 1) : wide.inv_freq[i] * 1e-3;
+  }
+  specs.push_back({"wide-frequencies", wide});
+  std::mt19937_64 rng(29);
+  std::uniform_real_distribution<double> log2(0.0, 52.0);
+  std::vector<std::int64_t> positions = {
+      1, 0, -1, kTop, -kTop - 1, std::int64_t{1} << 31, (std::int64_t{1} << 52) - 1};
+  for (int i = 0; i < 300; ++i) {
+    const auto p = static_cast<std::int64_t>(std::exp2(log2(rng) * (i % 4 == 0 ? 1.0 : 31.0 / 52)));
+    positions.push_back(i % 5 == 0 ? -p : p);
+    if (positions.back() == positions[positions.size() - 2] + 1) positions.back() += 2;  // a jump
+  }
+  ForEachTarget([&](const std::string& target) {
+    for (const Named& spec : specs) {
+      SCOPED_TRACE(spec.name);
+      const auto n = static_cast<std::size_t>(spec.freqs.pair_count());
+      const auto axes = static_cast<std::size_t>(posenc::axis_count(spec.freqs.spec));
+      std::vector<float> c(n), s(n), want_c(n), want_s(n);
+      CosSinStepper st(spec.freqs);
+      std::int64_t differing = 0;
+      for (std::int64_t p : positions) {
+        const std::vector<std::int64_t> ap(axes, p);
+        st.row(ap, c.data(), s.data());
+        posenc::cos_sin_row_f32(spec.freqs, ap, want_c, want_s);
+        if (!SameBits(c, want_c) || !SameBits(s, want_s)) {
+          if (++differing <= 3) ADD_FAILURE() << target << ": position " << p << " differs";
+        }
+      }
+      EXPECT_EQ(differing, 0);
+      EXPECT_EQ(st.stats().anchors, static_cast<std::int64_t>(positions.size()));
+      EXPECT_EQ(st.stats().steps, 0);
+      const auto pairs = static_cast<std::int64_t>(positions.size() * n);
+      if (target == "SSE4" || target == "SSSE3" || target == "EMU128" || target == "SCALAR") {
+        EXPECT_EQ(st.stats().exact_pairs, pairs);
+      } else {
+        // Flagged: the rounding left open (values near zero, whose float32 ulp is small, and
+        // entries near a float32 midpoint) and the angles past 2^31 whose remainder is not within
+        // pi/4; measured 1-4% of these pairs.
+        EXPECT_LT(st.stats().exact_pairs, pairs / 10) << target;
+      }
+    }
+  });
+}
+
+// The anchor kernel's doubles against an independent reference: for angles below pi/4 no
+// reduction is needed, so cos and sin of p w = hi + lo (the product split by an FMA) come from
+// glibc's long double cosl and sinl (64-bit mantissa: within ~2^-63 of the truth); the kernel's
+// must be within 1.0 u (u = 2^-53), its derivation's claim. Larger angles go through the
+// reduction: within 3 u of exact_sincos (its 2 u and the kernel's 1 u).
+TEST(CosSinFast, AnchorDoublesAreWithinTheirDerivedErrorOnEveryTarget) {
+  constexpr double u = 0x1p-53;
+  std::mt19937_64 rng(31);
+  std::uniform_real_distribution<double> unit(-1.0, 1.0);
+  std::uniform_real_distribution<double> log2p(0.0, 31.0);
+  const std::size_t n = 4099;  // a tail on every vector width
+  std::vector<double> small_p(n), small_w(n), big_p(n), big_w(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    // Small angles: |p w| < 0.785 with p up to 2^20 (so that lo is not zero).
+    small_p[i] = std::floor(std::exp2(log2p(rng) * 20.0 / 31.0));
+    small_w[i] = unit(rng) * 0.785 / small_p[i];
+    big_p[i] = std::floor(std::exp2(log2p(rng))) * (i % 2 ? 1.0 : -1.0);
+    big_w[i] = std::exp2(unit(rng) * 20.0 - 18.0);
+  }
+  ForEachTarget([&](const std::string& target) {
+    for (const bool small : {true, false}) {
+      const std::vector<double>& p = small ? small_p : big_p;
+      const std::vector<double>& w = small ? small_w : big_w;
+      std::vector<double> c(n), s(n);
+      std::vector<float> fc(n), fs(n);
+      std::vector<std::int64_t> flagged(n);
+      posenc::detail::CosSinAnchor a;
+      a.position = p.data();
+      a.w = w.data();
+      a.n = static_cast<std::int64_t>(n);
+      a.af = 1.0;
+      a.c = c.data();
+      a.s = s.data();
+      a.cos_out = fc.data();
+      a.sin_out = fs.data();
+      a.bound = 0.0;
+      a.flagged = flagged.data();
+      const std::int64_t k = posenc::detail::cos_sin_anchor(a);
+      if (k == static_cast<std::int64_t>(n)) continue;  // no FMA: every pair left to exact_sincos
+      EXPECT_EQ(k, 0) << target << (small ? " small" : " large") << " angles";
+      long double worst = 0.0L;
+      for (std::size_t i = 0; i < n; ++i) {
+        long double want_c, want_s;  // the reference, unrounded where it is cosl and sinl
+        if (small) {
+          const double hi = p[i] * w[i];
+          const double lo = std::fma(p[i], w[i], -hi);
+          const long double angle = static_cast<long double>(hi) + static_cast<long double>(lo);
+          want_c = std::cos(angle);
+          want_s = std::sin(angle);
+        } else {
+          double ec, es;
+          posenc::exact_sincos(static_cast<std::int64_t>(p[i]), w[i], es, ec);
+          want_c = ec;
+          want_s = es;
+        }
+        worst = std::max({worst, std::abs(c[i] - want_c) / u, std::abs(s[i] - want_s) / u});
+      }
+      std::printf("[  STATS   ] %s: %s angles, worst error %.3f u\n", target.c_str(),
+                  small ? "small (against cosl, sinl)" : "large (against exact_sincos)",
+                  static_cast<double>(worst));
+      EXPECT_LE(worst, small ? 1.0 : 3.0) << target;
     }
   });
 }

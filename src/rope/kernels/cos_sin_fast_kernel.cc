@@ -9,7 +9,9 @@
 
 #include <bit>
 #include <cstdint>
+#include <limits>
 
+#include "core/pi_reduction.h"
 #include "rope/kernels/cos_sin_fast_kernel.h"
 // clang-format on
 
@@ -18,15 +20,28 @@ namespace posenc::detail {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
-// Pairs [i, i + Lanes(d)): returns true when every entry's interval rounds to one float32.
-// Rounding to nearest is monotonic, so fl32(v - e) == fl32(v + e) means every double within e of
-// v, the exact path's among them, rounds to fl32(v - e), the float written (where the check fails
-// the caller overwrites it).
+// Rounds the entries c, s (lanes of pairs [i, i + Lanes(d))) to float32 at oc, os; returns true
+// when every entry's interval of `bound` rounds to one float32. Rounding to nearest is monotonic,
+// so fl32(v - e) == fl32(v + e) means every double within e of v, the exact path's among them,
+// rounds to fl32(v - e), the float written (where the check fails the caller overwrites it).
+template <class D, class V = hn::Vec<D>>
+HWY_INLINE bool StoreDecided(D /* d */, V c, V s, V bound, float* HWY_RESTRICT oc,
+                             float* HWY_RESTRICT os) {
+  const hn::Rebind<float, D> df;
+  const auto lo_c = hn::DemoteTo(df, hn::Sub(c, bound));
+  const auto lo_s = hn::DemoteTo(df, hn::Sub(s, bound));
+  hn::StoreU(lo_c, df, oc);
+  hn::StoreU(lo_s, df, os);
+  const auto ok_c = hn::Eq(lo_c, hn::DemoteTo(df, hn::Add(c, bound)));
+  const auto ok_s = hn::Eq(lo_s, hn::DemoteTo(df, hn::Add(s, bound)));
+  return hn::AllTrue(df, hn::And(ok_c, ok_s));
+}
+
+// One step of pairs [i, i + Lanes(d)), rounded as StoreDecided.
 template <class D>
 HWY_INLINE bool StepLanes(D d, double* HWY_RESTRICT pc, double* HWY_RESTRICT ps,
                           const double* HWY_RESTRICT uc, const double* HWY_RESTRICT us,
                           float* HWY_RESTRICT oc, float* HWY_RESTRICT os, hn::Vec<D> bound) {
-  const hn::Rebind<float, D> df;
   const auto c = hn::LoadU(d, pc);
   const auto s = hn::LoadU(d, ps);
   const auto vuc = hn::LoadU(d, uc);
@@ -35,30 +50,25 @@ HWY_INLINE bool StepLanes(D d, double* HWY_RESTRICT pc, double* HWY_RESTRICT ps,
   const auto s2 = hn::MulAdd(s, vuc, hn::Mul(c, vus));
   hn::StoreU(c2, d, pc);
   hn::StoreU(s2, d, ps);
-  const auto lo_c = hn::DemoteTo(df, hn::Sub(c2, bound));
-  const auto lo_s = hn::DemoteTo(df, hn::Sub(s2, bound));
-  hn::StoreU(lo_c, df, oc);
-  hn::StoreU(lo_s, df, os);
-  const auto ok_c = hn::Eq(lo_c, hn::DemoteTo(df, hn::Add(c2, bound)));
-  const auto ok_s = hn::Eq(lo_s, hn::DemoteTo(df, hn::Add(s2, bound)));
-  return hn::AllTrue(df, hn::And(ok_c, ok_s));
+  return StoreDecided(d, c2, s2, bound, oc, os);
 }
 
-// The same check per entry, from the stepped doubles, for a group that failed as a whole; entries
+// The same check per entry, from the doubles c, s, for a group that failed as a whole; entries
 // listed as first + i.
-HWY_NOINLINE std::int64_t FlagLanes(const CosSinStep& a, double row_bound, std::int64_t first,
-                                    std::int64_t begin, std::int64_t end, std::int64_t flagged) {
+HWY_NOINLINE std::int64_t FlagLanes(const double* c, const double* s, std::int64_t* list,
+                                    double row_bound, std::int64_t first, std::int64_t begin,
+                                    std::int64_t end, std::int64_t flagged) {
   const hn::CappedTag<double, 1> d1;
   const hn::Rebind<float, decltype(d1)> f1;
   const auto bound = hn::Set(d1, row_bound);
   for (std::int64_t i = begin; i < end; ++i) {
     bool ok = true;
-    for (const double* row : {a.c, a.s}) {
+    for (const double* row : {c, s}) {
       const auto v = hn::LoadU(d1, row + i);
       ok = ok && hn::AllTrue(f1, hn::Eq(hn::DemoteTo(f1, hn::Sub(v, bound)),
                                         hn::DemoteTo(f1, hn::Add(v, bound))));
     }
-    if (!ok) a.flagged[flagged++] = first + i;
+    if (!ok) list[flagged++] = first + i;
   }
   return flagged;
 }
@@ -94,7 +104,7 @@ std::int64_t CosSinStepRow(const CosSinStep& a) {
       }
       for (; failed != 0; failed &= failed - 1) {
         const std::int64_t at = begin + lanes * static_cast<std::int64_t>(std::countr_zero(failed));
-        flagged = FlagLanes(a, row_bound, r * n, at, at + lanes, flagged);
+        flagged = FlagLanes(c, s, a.flagged, row_bound, r * n, at, at + lanes, flagged);
       }
     }
     const auto bound1 = hn::Set(d1, row_bound);
@@ -103,6 +113,132 @@ std::int64_t CosSinStepRow(const CosSinStep& a) {
         a.flagged[flagged++] = r * n + i;
     }
   }
+  return flagged;
+}
+
+// The anchor rows (CosSinAnchor). The reduction is exact_sincos's (src/core/cos_sin.cc), operation
+// for operation: the library is built with -ffp-contract=off, and the MulAdd / MulSub below are the
+// fused operations exact_sincos gets from std::fma, so r_hi and r_lo are its bits. With x = r_hi,
+// |x| <= 0.79 (checked: pi/4 = 0.7854; a lane outside, or not finite, is flagged), y = fl(x^2)
+// and u = 2^-53, sin and cos of x + r_lo are Taylor polynomials:
+//  sin: S = x + (x^3 P(y) + r_lo (1 - y/2)), P's coefficients -1/3! .. +1/17!, the first term left out
+//    below 0.79^19 / 19! < 1e-19 (0.001 u). P by FMAs in Horner form is within 2.2 u relative
+//    (each coefficient rounded once, one rounding per FMA, y's error damped by y P'(y) / P(y) <
+//    0.04), x^3 = fl(x y) within 2 u, so x^3 P is within 4.3 u of at most 0.79^3 / 6 < 0.083:
+//    0.36 u; the FMA adding r_lo (1 - y/2) (|r_lo| <= 2^-54; cos x - (1 - y/2) < 0.017) rounds by u/2 of < 0.083: 0.05 u; x + t by
+//    u/2 (|S| < 0.72 < 1). sin(x + r_lo) = sin x + r_lo cos x + O(r_lo^2 = 2^-108). Total < 0.92 u.
+//  cos: C = 1 + ((y^2 Q(y) - (y_lo / 2 + r_lo S)) - y / 2), y + y_lo = x^2 exactly (an FMA), Q's
+//    coefficients 1/4! .. -1/18!, the first term left out < 0.79^20 / 20! < 4e-21. y^2 Q within
+//    5.3 u of < 0.017: 0.09 u; the small terms (each < 2^-54) round by < 0.02 u; the difference
+//    with y / 2 (halving is exact; the difference is below 0.33) by u/4; 1 + that by u/2. Total
+//    < 0.87 u.
+// So each is within 1.0 u of the true value where the bound of rope/cos_sin_fast.cc assumes 2 u
+// for exact_sincos: the bound of every stepped row holds from these anchors too, and the exact
+// path's double (2 u) is within 3 u |af| plus the two products' roundings of the entry here, well
+// inside the bound of a first row (16 u |af|), which the caller passes.
+constexpr double InvFactorial(int k) {
+  double f = 1.0;
+  for (int i = 2; i <= k; ++i) f *= i;  // exact: 18! < 2^53
+  return 1.0 / f;                       // correctly rounded
+}
+// P(y) and Q(y), lowest power first.
+constexpr double kSinP[8] = {-InvFactorial(3),  InvFactorial(5),   -InvFactorial(7),
+                             InvFactorial(9),   -InvFactorial(11), InvFactorial(13),
+                             -InvFactorial(15), InvFactorial(17)};
+constexpr double kCosQ[8] = {InvFactorial(4),   -InvFactorial(6), InvFactorial(8),
+                             -InvFactorial(10), InvFactorial(12), -InvFactorial(14),
+                             InvFactorial(16),  -InvFactorial(18)};
+
+template <class D, class V = hn::Vec<D>>
+HWY_INLINE bool AnchorLanes(D d, const double* HWY_RESTRICT position, const double* HWY_RESTRICT w,
+                            V af, V bound, double* HWY_RESTRICT pc, double* HWY_RESTRICT ps,
+                            float* HWY_RESTRICT oc, float* HWY_RESTRICT os) {
+  const hn::RebindToSigned<D> di;
+  const auto p = hn::LoadU(d, position);
+  const auto om = hn::LoadU(d, w);
+  // exact_sincos: p * omega = hi + lo; k the nearest multiple of pi/2; r_hi + r_lo the remainder.
+  const auto hi = hn::Mul(p, om);
+  const auto lo = hn::MulSub(p, om, hi);
+  const auto k = hn::Round(hn::Mul(hi, hn::Set(d, kTwoOverPi)));
+  const auto t_hi = hn::Mul(k, hn::Set(d, kHalfPi1));
+  const auto t_lo = hn::MulSub(k, hn::Set(d, kHalfPi1), t_hi);
+  const auto head = hn::Sub(hi, t_hi);
+  const auto tail = hn::Sub(hn::Sub(hn::Sub(lo, t_lo), hn::Mul(k, hn::Set(d, kHalfPi2))),
+                            hn::Mul(k, hn::Set(d, kHalfPi3)));
+  const auto x = hn::Add(head, tail);
+  const auto b = hn::Sub(x, head);
+  const auto r_lo = hn::Add(hn::Sub(head, hn::Sub(x, b)), hn::Sub(tail, b));
+  const auto in_range = hn::Lt(hn::Abs(x), hn::Set(d, 0.79));
+  // The polynomials (the derivation above).
+  const auto y = hn::Mul(x, x);
+  const auto y_lo = hn::MulSub(x, x, y);
+  auto ps_poly = hn::Set(d, kSinP[7]);
+  auto qc_poly = hn::Set(d, kCosQ[7]);
+  for (int j = 6; j >= 0; --j) {
+    ps_poly = hn::MulAdd(ps_poly, y, hn::Set(d, kSinP[j]));
+    qc_poly = hn::MulAdd(qc_poly, y, hn::Set(d, kCosQ[j]));
+  }
+  const auto x3 = hn::Mul(x, y);
+  const auto y2 = hn::Mul(y, y);
+  const auto half_y = hn::Mul(y, hn::Set(d, 0.5));
+  const auto sin_x =
+      hn::Add(x, hn::MulAdd(x3, ps_poly, hn::Mul(r_lo, hn::Sub(hn::Set(d, 1.0), half_y))));
+  const auto small = hn::MulAdd(r_lo, sin_x, hn::Mul(y_lo, hn::Set(d, 0.5)));
+  const auto cos_x =
+      hn::Add(hn::Set(d, 1.0), hn::Sub(hn::Sub(hn::Mul(y2, qc_poly), small), half_y));
+  // The quadrant, as exact_sincos's switch on k & 3: odd swaps, 2 and 3 negate the sine, 1 and 2
+  // the cosine.
+  const auto q = hn::And(hn::ConvertTo(di, k), hn::Set(di, 3));
+  const auto one = hn::Set(di, 1);
+  const auto swap = hn::RebindMask(d, hn::Eq(hn::And(q, one), one));
+  const auto neg_s = hn::RebindMask(d, hn::Eq(hn::And(hn::ShiftRight<1>(q), one), one));
+  const auto neg_c = hn::RebindMask(d, hn::Eq(hn::And(hn::Xor(q, hn::ShiftRight<1>(q)), one), one));
+  auto sn = hn::IfThenElse(swap, cos_x, sin_x);
+  auto cs = hn::IfThenElse(swap, sin_x, cos_x);
+  sn = hn::IfThenElse(neg_s, hn::Neg(sn), sn);
+  cs = hn::IfThenElse(neg_c, hn::Neg(cs), cs);
+  const auto nan = hn::Set(d, std::numeric_limits<double>::quiet_NaN());
+  const auto c_af = hn::IfThenElse(in_range, hn::Mul(cs, af), nan);
+  const auto s_af = hn::IfThenElse(in_range, hn::Mul(sn, af), nan);
+  hn::StoreU(c_af, d, pc);
+  hn::StoreU(s_af, d, ps);
+  return StoreDecided(d, c_af, s_af, bound, oc, os);
+}
+
+std::int64_t CosSinAnchorRow(const CosSinAnchor& a) {
+  std::int64_t flagged = 0;
+#if HWY_NATIVE_FMA
+  const hn::ScalableTag<double> d;
+  const hn::CappedTag<double, 1> d1;
+  const auto lanes = static_cast<std::int64_t>(hn::Lanes(d));
+  const auto af = hn::Set(d, a.af);
+  const auto bound = hn::Set(d, a.bound);
+  std::int64_t i = 0;
+  // Groups of up to 64 vectors, as CosSinStepRow.
+  while (i + lanes <= a.n) {
+    const std::int64_t begin = i;
+    std::uint64_t failed = 0;
+    for (unsigned g = 0; g < 64 && i + lanes <= a.n; ++g, i += lanes) {
+      const bool ok = AnchorLanes(d, a.position + i, a.w + i, af, bound, a.c + i, a.s + i,
+                                  a.cos_out + i, a.sin_out + i);
+      failed |= static_cast<std::uint64_t>(!ok) << g;
+    }
+    for (; failed != 0; failed &= failed - 1) {
+      const std::int64_t at = begin + lanes * static_cast<std::int64_t>(std::countr_zero(failed));
+      flagged = FlagLanes(a.c, a.s, a.flagged, a.bound, 0, at, at + lanes, flagged);
+    }
+  }
+  for (; i < a.n; ++i) {
+    if (!AnchorLanes(d1, a.position + i, a.w + i, hn::Set(d1, a.af), hn::Set(d1, a.bound), a.c + i,
+                     a.s + i, a.cos_out + i, a.sin_out + i)) {
+      a.flagged[flagged++] = i;
+    }
+  }
+#else
+  // No fused multiply-add: the reduction's exact products would need Dekker's splitting; these
+  // targets (SSE4 and below) leave every pair to exact_sincos.
+  for (std::int64_t i = 0; i < a.n; ++i) a.flagged[flagged++] = i;
+#endif
   return flagged;
 }
 
@@ -117,6 +253,12 @@ HWY_EXPORT(CosSinStepRow);
 
 std::int64_t cos_sin_step(const CosSinStep& args) {
   return HWY_DYNAMIC_DISPATCH(CosSinStepRow)(args);
+}
+
+HWY_EXPORT(CosSinAnchorRow);
+
+std::int64_t cos_sin_anchor(const CosSinAnchor& args) {
+  return HWY_DYNAMIC_DISPATCH(CosSinAnchorRow)(args);
 }
 
 }  // namespace posenc::detail

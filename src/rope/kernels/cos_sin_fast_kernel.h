@@ -30,4 +30,27 @@ struct CosSinStep {
 // Runs on the dispatched SIMD target (targets.h). Returns how many pairs it flagged.
 std::int64_t cos_sin_step(const CosSinStep& args);
 
+// An anchor row in SIMD: for each pair i, cos and sin of position[i] * w[i] (the product exact, as
+// in exact_sincos), times af, in double, and rounded to float32 where the interval of `bound`
+// around each decides the rounding, as for a step. The reduction is exact_sincos's, operation for
+// operation; sin and cos of the remainder are Taylor polynomials, each within 1.0 u (u = 2^-53)
+// of the true value (the derivation is in cos_sin_fast_kernel.cc), where exact_sincos calls libm.
+struct CosSinAnchor {
+  const double* position = nullptr;  // per pair, an integer below 2^53 in magnitude
+  const double* w = nullptr;
+  std::int64_t n = 0;
+  double af = 1.0;
+  double* c = nullptr;       // out: n cosines and n sines times af, in double; NaN where the pair's
+  double* s = nullptr;       // angle is out of the polynomials' range (flagged)
+  float* cos_out = nullptr;  // out: the floats; pairs flagged are left for the caller
+  float* sin_out = nullptr;
+  double bound = 0.0;               // bound on |entry - the exact path's double|
+  std::int64_t* flagged = nullptr;  // room for n: each pair i whose rounding is not decided or
+                                    // whose angle is out of range, ascending; on targets without
+                                    // a fused multiply-add (SSE4 and below) every pair
+};
+
+// Runs on the dispatched SIMD target. Returns how many pairs it flagged.
+std::int64_t cos_sin_anchor(const CosSinAnchor& args);
+
 }  // namespace posenc::detail
