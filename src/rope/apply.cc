@@ -292,12 +292,16 @@ std::uint64_t new_row_call() {
 }
 
 // This thread's CosSinStepper for the rows of `call`: a thread computes a run of consecutive
-// tokens, so its stepper lives in thread-local storage, made anew when another call starts.
+// tokens, so its stepper lives in thread-local storage, reset when another call starts.
 CosSinStepper& thread_stepper(const Frequencies& freqs, std::uint64_t call) {
   thread_local std::uint64_t stepper_call = 0;
   thread_local std::optional<CosSinStepper> stepper;
   if (stepper_call != call) {
-    stepper.emplace(freqs);
+    if (stepper) {
+      stepper->reset(freqs);
+    } else {
+      stepper.emplace(freqs);
+    }
     stepper_call = call;
   }
   return *stepper;

@@ -50,9 +50,18 @@ bool CosSinStepper::applies(const Frequencies& freqs) {
          std::abs(freqs.attention_factor) < 0x1p64;
 }
 
-CosSinStepper::CosSinStepper(const Frequencies& freqs, double bound_scale)
-    : w_(freqs.inv_freq), af_(freqs.attention_factor), bound_scale_(bound_scale) {
+CosSinStepper::CosSinStepper(const Frequencies& freqs, double bound_scale) {
+  reset(freqs, bound_scale);
+}
+
+void CosSinStepper::reset(const Frequencies& freqs, double bound_scale) {
   if (!applies(freqs)) throw Error("CosSinStepper: rows of these numerics cannot be stepped");
+  // assign, resize and clear keep each vector's memory: a decode step's call resets the thread's
+  // stepper instead of allocating a new one (nine allocations, as long as the rotation of one
+  // token's 32 heads).
+  w_.assign(freqs.inv_freq.begin(), freqs.inv_freq.end());
+  af_ = freqs.attention_factor;
+  bound_scale_ = bound_scale;
   const std::size_t n = w_.size();
   const AxisMap& map = freqs.spec.axis_map;
   slot_axis_.assign(n, 0);
@@ -61,6 +70,7 @@ CosSinStepper::CosSinStepper(const Frequencies& freqs, double bound_scale)
   }
   const std::size_t axes = std::max<std::size_t>(1, static_cast<std::size_t>(map.axes));
   if (axes > kMaxAxes) throw Error("CosSinStepper: too many axes (" + std::to_string(axes) + ")");
+  used_axes_.clear();
   for (std::size_t a = 0; a < axes; ++a) {
     if (std::find(slot_axis_.begin(), slot_axis_.end(), a) != slot_axis_.end())
       used_axes_.push_back(static_cast<unsigned>(a));
@@ -69,8 +79,14 @@ CosSinStepper::CosSinStepper(const Frequencies& freqs, double bound_scale)
   s_.resize(n);
   position_.resize(n);
   last_pos_.assign(axes, 0);
-  flagged_.resize(n);
+  if (flagged_.size() < n) flagged_.resize(n);
+  for (std::vector<double>& f : factors_) f.clear();
   factors_.resize(std::size_t{1} << std::min<std::size_t>(axes, 4));
+  unit_step_.clear();
+  last_moving_ = 0;
+  last_factors_ = nullptr;
+  since_anchor_ = -1;
+  stats_ = Stats{};
 }
 
 void CosSinStepper::anchor(const std::int64_t* ap, float* c, float* s) {

@@ -38,6 +38,9 @@ class CosSinStepper {
   // check is what keeps the rows exact.
   explicit CosSinStepper(const Frequencies& freqs, double bound_scale = 1.0);
 
+  // As a new stepper of `freqs`, keeping this one's memory.
+  void reset(const Frequencies& freqs, double bound_scale = 1.0);
+
   // The row at one position per axis of the spec's axis map, or one position for every axis, n
   // values each; the same bits as cos_sin_row_f32 of those positions.
   void row(std::span<const std::int64_t> axis_positions, float* c, float* s);
