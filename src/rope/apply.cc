@@ -163,14 +163,16 @@ int run(const RopeSpec& spec, const std::vector<Pass>& passes, std::int64_t toke
       // the kernel's expanded c2 and s2 (2n each).
       constexpr std::int64_t kBlockTokens = 16;
       const std::int64_t slot_floats = interleaved ? 6 * n : 2 * n;
-      std::vector<float> buffer(static_cast<std::size_t>(kBlockTokens * slot_floats));
+      detail::RowScratch scratch(
+          static_cast<std::size_t>(std::min(kBlockTokens, end - begin) * slot_floats));
+      float* const buffer = scratch.data();
       const float* cs[kBlockTokens];
       const float* ss[kBlockTokens];
       for (std::int64_t t0 = begin; t0 < end; t0 += kBlockTokens) {
         const std::int64_t count = std::min(kBlockTokens, end - t0);
-        if (row_block) row_block(t0, count, buffer.data(), buffer.data() + n, slot_floats);
+        if (row_block) row_block(t0, count, buffer, buffer + n, slot_floats);
         for (std::int64_t k = 0; k < count; ++k) {
-          float* slot = buffer.data() + k * slot_floats;
+          float* slot = buffer + k * slot_floats;
           float* c2 = interleaved ? slot + 2 * n : nullptr;
           const detail::Row made =
               row_block ? detail::Row{slot, slot + n} : row(t0 + k, slot, slot + n);
@@ -195,12 +197,15 @@ int run(const RopeSpec& spec, const std::vector<Pass>& passes, std::int64_t toke
   }
 
   auto body = [&](std::int64_t begin, std::int64_t end) {
-    std::vector<float> c(static_cast<std::size_t>(n)), s(static_cast<std::size_t>(n));
-    std::vector<float> c2(interleaved ? static_cast<std::size_t>(2 * n) : 0), s2(c2.size());
+    // c, s (n each), c2, s2 (2n each, interleaved only).
+    detail::RowScratch scratch(static_cast<std::size_t>(6 * n));
+    float* const c = scratch.data();
+    float* const s = c + n;
+    float* const c2 = s + n;
+    float* const s2 = c2 + 2 * n;
     for (std::int64_t task = begin; task < end; ++task) {
       const std::int64_t t = task / splits, part = task % splits;
-      const auto [rc, rs] = detail::kernel_row(spec.layout, sign, n, row(t, c.data(), s.data()),
-                                               s.data(), c2.data(), s2.data());
+      const auto [rc, rs] = detail::kernel_row(spec.layout, sign, n, row(t, c, s), s, c2, s2);
       for (const Pass& p : passes) {
         const std::int64_t h0 = p.in->heads * part / splits, h1 = p.in->heads * (part + 1) / splits;
         if (h0 == h1) continue;

@@ -169,6 +169,7 @@ std::vector<Cell> resolve_cells(const KvCache& c, const KvAppendArgs& a, std::in
 
 // Two tokens of one call may not write one cell: which one wins would depend on the threads.
 void check_distinct(const std::vector<Cell>& cells, const KvCache& c, const KvAppendArgs& a) {
+  if (cells.size() < 2) return;
   std::vector<std::pair<std::int64_t, std::int64_t>> slots;  // (slot, token)
   slots.reserve(cells.size());
   for (std::size_t t = 0; t < cells.size(); ++t)
@@ -321,10 +322,15 @@ int rope_append_kv_cache(const Frequencies& freqs, const KvCache& cache, const K
   const float k_inv = detail::exact_inverse(cache.k_scale);
   const float v_inv = detail::exact_inverse(cache.v_scale);
   auto body = [&](std::int64_t begin, std::int64_t end) {
-    const auto un = static_cast<std::size_t>(n);
-    std::vector<float> c(un), s(un), c2(2 * un), s2(2 * un);
+    // c, s (n each), c2, s2 (2n each), then the block's rows (2n per token) on the fly.
     constexpr std::int64_t kBlockTokens = 16;
-    std::vector<float> block(row_block ? 2 * un * kBlockTokens : 0);
+    detail::RowScratch scratch(static_cast<std::size_t>(
+        6 * n + (row_block ? 2 * n * std::min(kBlockTokens, end - begin) : 0)));
+    float* const c = scratch.data();
+    float* const s = c + n;
+    float* const c2 = s + n;
+    float* const s2 = c2 + 2 * n;
+    float* const block = s2 + 2 * n;
     for (std::int64_t t = begin; t < end; ++t) {
       const float* rc = nullptr;
       const float* rs = nullptr;
@@ -333,14 +339,13 @@ int rope_append_kv_cache(const Frequencies& freqs, const KvCache& cache, const K
         if (row_block) {
           const std::int64_t k = (t - begin) % kBlockTokens;
           if (k == 0) {
-            row_block(t, std::min(kBlockTokens, end - t), block.data(), block.data() + n, 2 * n);
+            row_block(t, std::min(kBlockTokens, end - t), block, block + n, 2 * n);
           }
-          made = {block.data() + 2 * n * k, block.data() + 2 * n * k + n};
+          made = {block + 2 * n * k, block + 2 * n * k + n};
         } else {
-          made = row(t, c.data(), s.data());
+          made = row(t, c, s);
         }
-        std::tie(rc, rs) =
-            detail::kernel_row(spec.layout, 1.0f, n, made, s.data(), c2.data(), s2.data());
+        std::tie(rc, rs) = detail::kernel_row(spec.layout, 1.0f, n, made, s, c2, s2);
       }
       if (args.q) {
         const TensorView& q = *args.q;

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -69,5 +70,25 @@ inline Row kernel_row(Layout layout, float sign, std::int64_t n, Row row, float*
   }
   return row;
 }
+
+// Room for a call's rows: `count` floats on the stack up to 4096 (16 KiB: 16 tokens of head_dim
+// 128), else on the heap; not zeroed (each row is written before it is read). A decode step's call
+// rotates 16 KiB (32 f32 heads of 128); zeroing and freeing vectors of rows for it took as long
+// as a third of the rotation.
+class RowScratch {
+ public:
+  explicit RowScratch(std::size_t count)
+      : heap_(count > kStackFloats ? new float[count] : nullptr),
+        data_(heap_ ? heap_.get() : stack_) {}
+  RowScratch(const RowScratch&) = delete;
+  RowScratch& operator=(const RowScratch&) = delete;
+  float* data() { return data_; }
+
+ private:
+  static constexpr std::size_t kStackFloats = 4096;
+  float stack_[kStackFloats];
+  std::unique_ptr<float[]> heap_;
+  float* data_;
+};
 
 }  // namespace posenc::detail
