@@ -24,7 +24,7 @@ struct CosSinStep {
   std::int64_t out_stride = 0;
   std::int64_t* flagged = nullptr;  // room for rows * n: r * n + i for each pair i of row r where
                                     // [v - bound, v + bound] of the cos or the sin rounds to two
-                                    // floats, ascending
+                                    // floats, in no particular order
 };
 
 // Runs on the dispatched SIMD target (targets.h). Returns how many pairs it flagged.
