@@ -41,6 +41,7 @@ namespace posenc::detail {
 namespace {
 
 constexpr double kUnitRoundoff = 0x1p-53;
+static_assert(CosSinStepper::kMaxSteps <= 512, "the bound above is derived for m <= 512");
 constexpr std::size_t kMaxAxes = 8 * sizeof(unsigned);
 
 }  // namespace

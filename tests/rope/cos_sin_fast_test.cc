@@ -131,7 +131,7 @@ TEST(CosSinFast, SteppedRowsAreTheExactRowsOnEveryTarget) {
 // blocks of tokens), gives row()'s bits: blocks that cross the re-anchoring at kMaxSteps steps,
 // blocks with a jump or a repeat inside (the run splits and re-anchors), positions up to 2^31 - 1
 // and negative ones, rows of 550 pairs (two groups of vectors, flagged pairs in both), and rows
-// written with a stride; with the bound grown 10^4 times (still a bound: more pairs go exact) many
+// written with a stride; with the bound grown 10^5 times (still a bound: more pairs go exact) many
 // pairs of every row of a block are flagged and must be recomputed in their own row (a block's
 // pair indices are row * n + pair).
 TEST(CosSinFast, BlocksOfRowsAreRowByRowsBitsOnEveryTarget) {
@@ -143,7 +143,7 @@ TEST(CosSinFast, BlocksOfRowsAreRowByRowsBitsOnEveryTarget) {
                                     posenc::Method::kYarn, 1100, 10000.0, 16.0, 4096))});
   ForEachTarget([&](const std::string& target) {
     for (const Named& spec : specs) {
-      for (double bound_scale : {1.0, 1e4}) {
+      for (double bound_scale : {1.0, 1e5}) {
         const auto n = static_cast<std::int64_t>(spec.freqs.pair_count());
         const std::int64_t stride = n + 3;
         for (std::int64_t a : {std::int64_t{0}, std::int64_t{-40}, kTop - 1100, std::int64_t{77}}) {
