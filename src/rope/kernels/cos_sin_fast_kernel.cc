@@ -165,7 +165,6 @@ template <class D, class V = hn::Vec<D>>
 HWY_INLINE bool AnchorLanes(D d, const double* HWY_RESTRICT position, const double* HWY_RESTRICT w,
                             V af, V bound, double* HWY_RESTRICT pc, double* HWY_RESTRICT ps,
                             float* HWY_RESTRICT oc, float* HWY_RESTRICT os) {
-  const hn::RebindToSigned<D> di;
   const auto p = hn::LoadU(d, position);
   const auto om = hn::LoadU(d, w);
   // exact_sincos: p * omega = hi + lo; k the nearest multiple of pi/2; r_hi + r_lo the remainder.
@@ -199,12 +198,15 @@ HWY_INLINE bool AnchorLanes(D d, const double* HWY_RESTRICT position, const doub
   const auto cos_x =
       hn::Add(hn::Set(d, 1.0), hn::Sub(hn::Sub(hn::Mul(y2, qc_poly), small), half_y));
   // The quadrant, as exact_sincos's switch on k & 3: odd swaps, 2 and 3 negate the sine, 1 and 2
-  // the cosine.
-  const auto q = hn::And(hn::ConvertTo(di, k), hn::Set(di, 3));
-  const auto one = hn::Set(di, 1);
-  const auto swap = hn::RebindMask(d, hn::Eq(hn::And(q, one), one));
-  const auto neg_s = hn::RebindMask(d, hn::Eq(hn::And(hn::ShiftRight<1>(q), one), one));
-  const auto neg_c = hn::RebindMask(d, hn::Eq(hn::And(hn::Xor(q, hn::ShiftRight<1>(q)), one), one));
+  // the cosine. q = k mod 4 in double, exact for |k| < 2^53 (a lane beyond is out of range and
+  // flagged): no conversion to int64, which AVX2 has no instruction for.
+  const auto q = hn::NegMulAdd(hn::Set(d, 4.0), hn::Floor(hn::Mul(k, hn::Set(d, 0.25))), k);
+  const auto is1 = hn::Eq(q, hn::Set(d, 1.0));
+  const auto is2 = hn::Eq(q, hn::Set(d, 2.0));
+  const auto is3 = hn::Eq(q, hn::Set(d, 3.0));
+  const auto swap = hn::Or(is1, is3);
+  const auto neg_s = hn::Or(is2, is3);
+  const auto neg_c = hn::Or(is1, is2);
   auto sn = hn::IfThenElse(swap, cos_x, sin_x);
   auto cs = hn::IfThenElse(swap, sin_x, cos_x);
   sn = hn::IfThenElse(neg_s, hn::Neg(sn), sn);
