@@ -496,7 +496,7 @@ void rerotate_keys(const Frequencies& from, const Frequencies& to, const TensorV
     // kPrecise rows are af cos(p w) and af sin(p w) with the angle exact, so the composite is
     // (af_to / af_from) times the rotation by p (w_to - w_from): the rows of frequencies
     // w_to - w_from with attention factor af_to / af_from, made as apply_rope makes its
-    // on-the-fly rows (a CosSinStepper per thread: exact anchors, stepped rows proven equal to
+    // on-the-fly rows (a CosSinStepper per thread: anchors and stepped rows proven equal to
     // the exact ones), instead of two exact sincos per pair and position. A pair whose frequency
     // did not change (dynamic NTK keeps pair 0) steps by exactly (1, 0). w_to - w_from is
     // rounded once to double (relative error 2^-53 of the angle difference), far below the

@@ -1,4 +1,4 @@
-// CosSinStepper: rows by exact anchors and double rotations, rounded where a bound proves it.
+// CosSinStepper: rows by SIMD anchors and double rotations, rounded where a bound proves it.
 //
 // The bound. u = 2^-53 (double's unit roundoff); z_m = exp(i (p0 + m) w) the exact value of the
 // m-th row after the anchor at p0, for one pair (w the double inv_freq, the product p w exact as
