@@ -10,8 +10,9 @@
 //     kernels/cos_sin_fast_kernel.cc) or, for the pairs it flags, by exact_sincos: within d of
 //     the true values either way, so Z_0 and U are within sqrt(2) d < 3u of z_0 and exp(i w)
 //     (complex modulus).
-//  2. The row kept is A_m, af times the m-th row: A_0 = fl(c af), fl(s af) with c and s within d
-//     of the truth, so within |af| (d + 1.01u) < 3.1u |af| per part, 4.4u |af| in modulus, of af z_0;
+//  2. The row kept is A_m, af times the m-th row: A_0 = fl(c af), fl(s af) with c and s within
+//     d of the truth, so within |af| (d + 1.01u) < 3.1u |af| per part, 4.4u |af| in modulus, of
+//     af z_0;
 //     A_m = fl(A_{m-1} U). Each part of a product is x y - x' y' with one product rounded and the
 //     rest fused (FMA), or both products and the sum rounded (no FMA): either way the error is
 //     <= 2u (|x y| + |x' y'|) <= 2u |A||U| by Cauchy-Schwarz, < 3u |af| in modulus (|A| / |af| and
@@ -79,6 +80,7 @@ void CosSinStepper::reset(const Frequencies& freqs, double bound_scale) {
   c_.resize(n);
   s_.resize(n);
   position_.resize(n);
+  anchor_pos_.resize(n);
   last_pos_.assign(axes, 0);
   if (flagged_.size() < n) flagged_.resize(n);
   for (std::vector<double>& f : factors_) f.clear();
@@ -92,20 +94,22 @@ void CosSinStepper::reset(const Frequencies& freqs, double bound_scale) {
 
 void CosSinStepper::anchor(const std::int64_t* ap, float* c, float* s) {
   const std::size_t n = w_.size();
-  for (std::size_t i = 0; i < n; ++i) position_[i] = static_cast<double>(ap[slot_axis_[i]]);
+  for (std::size_t i = 0; i < n; ++i) {
+    anchor_pos_[i] = ap[slot_axis_[i]];
+    position_[i] = static_cast<double>(anchor_pos_[i]);
+  }
   // The first row's bound: the SIMD anchor's doubles are within 1.0 u of the true values, closer
   // than the 2 u the derivation above allows exact_sincos (cos_sin_fast_kernel.cc).
-  const std::int64_t k = exact_anchor(position_.data(), af_,
-                                      bound_scale_ * std::abs(af_) * kUnitRoundoff * 16.0, c, s);
+  const std::int64_t k =
+      exact_anchor(af_, bound_scale_ * std::abs(af_) * kUnitRoundoff * 16.0, c, s);
   since_anchor_ = 0;
   ++stats_.anchors;
   stats_.exact_pairs += k;
 }
 
-std::int64_t CosSinStepper::exact_anchor(const double* position, double af, double bound, float* c,
-                                         float* s) {
+std::int64_t CosSinStepper::exact_anchor(double af, double bound, float* c, float* s) {
   CosSinAnchor a;
-  a.position = position;
+  a.position = position_.data();
   a.w = w_.data();
   a.n = static_cast<std::int64_t>(w_.size());
   a.af = af;
@@ -121,7 +125,7 @@ std::int64_t CosSinStepper::exact_anchor(const double* position, double af, doub
   for (std::int64_t j = 0; j < k; ++j) {
     const auto i = static_cast<std::size_t>(flagged_[static_cast<std::size_t>(j)]);
     double se, ce;
-    exact_sincos(static_cast<std::int64_t>(position[i]), w_[i], se, ce);
+    exact_sincos(anchor_pos_[i], w_[i], se, ce);
     c_[i] = ce * af;
     s_[i] = se * af;
     c[i] = static_cast<float>(c_[i]);
@@ -138,9 +142,10 @@ const std::vector<double>& CosSinStepper::step_factors(unsigned moving) {
     // s_ are restored to the current row.
     unit_step_.resize(2 * n);
     const std::vector<double> row_c = c_, row_s = s_;
+    std::fill(anchor_pos_.begin(), anchor_pos_.end(), 1);
     std::fill(position_.begin(), position_.end(), 1.0);
     std::vector<float> scratch(2 * n);
-    exact_anchor(position_.data(), 1.0, 0.0, scratch.data(), scratch.data() + n);
+    exact_anchor(1.0, 0.0, scratch.data(), scratch.data() + n);
     std::copy(c_.begin(), c_.end(), unit_step_.begin());
     std::copy(s_.begin(), s_.end(), unit_step_.begin() + static_cast<std::ptrdiff_t>(n));
     c_ = row_c;

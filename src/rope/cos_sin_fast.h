@@ -59,9 +59,10 @@ class CosSinStepper {
 
  private:
   void anchor(const std::int64_t* axis_positions, float* c, float* s);
-  // The doubles c_, s_ (times af) and the floats c, s of the pairs at `position` (one per pair):
-  // the SIMD anchor kernel, and exact_sincos for the pairs it flags. Returns how many it flagged.
-  std::int64_t exact_anchor(const double* position, double af, double bound, float* c, float* s);
+  // The doubles c_, s_ (times af) and the floats c, s of the pairs at anchor_pos_ (one position
+  // per pair, also in position_ as doubles): the SIMD anchor kernel, and exact_sincos for the
+  // pairs it flags. Returns how many it flagged.
+  std::int64_t exact_anchor(double af, double bound, float* c, float* s);
   // The next row by one step of the axes in `moving` (bit a: axis a moves by one).
   void step(unsigned moving, const std::int64_t* axis_positions, float* c, float* s);
   // `count` one-axis rows by one step each from the current row, at positions[0 .. count), which
@@ -81,8 +82,9 @@ class CosSinStepper {
   std::vector<unsigned> used_axes_;     // the axes some pair reads
   double af_ = 1.0;
   double bound_scale_ = 1.0;
-  std::vector<double> c_, s_;     // the current row, times the attention factor
-  std::vector<double> position_;  // per pair, the anchor's position
+  std::vector<double> c_, s_;             // the current row, times the attention factor
+  std::vector<std::int64_t> anchor_pos_;  // per pair, the anchor's position
+  std::vector<double> position_;          // the same as doubles, for the kernel
   std::vector<std::int64_t> last_pos_;
   std::vector<std::int64_t> flagged_;
   // Step factors per set of moving axes (bit a: axis a moves by one): [uc | us], 2n each; (1, 0)

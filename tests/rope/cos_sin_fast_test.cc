@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <span>
 #include <string>
@@ -329,10 +330,11 @@ TEST(CosSinFast, OnTheFlyRotationIsTheTablePathsOnEveryTarget) {
 
 // Rows that are all anchors (every position jumps), computed by the SIMD anchor kernel with the
 // bound's check and exact_sincos for the pairs it flags, against the exact path bit for bit: random
-// positions over every magnitude to 2^31 - 1 and negative, positions from 2^31 to 2^52 (angles the
-// reduction no longer makes exact; the anchor must still give exact_sincos's bits), real specs,
-// and frequencies above 1 (angles of many turns per position) and tiny ones. On targets with FMA
-// the kernel decides nearly every pair; without it (SSE4 and below) it flags every pair.
+// positions over every magnitude to 2^31 - 1 and negative, positions from 2^31 to 2^52 and at the
+// int64 limits (angles the reduction no longer makes exact; the anchor must still give
+// exact_sincos's bits), real specs, and frequencies above 1 (angles of many turns per position)
+// and tiny ones. On targets with FMA the kernel decides nearly every pair; without it (SSE4 and
+// below) it flags every pair.
 TEST(CosSinFast, AnchorRowsAreTheExactRowsOnEveryTarget) {
   std::vector<Named> specs = RealSpecs();
   Frequencies wide = posenc::compute_frequencies(posenc::testing::make_spec(posenc::Method::kNone));
@@ -357,7 +359,17 @@ TEST(CosSinFast, AnchorRowsAreTheExactRowsOnEveryTarget) {
       std::vector<float> c(n), s(n), want_c(n), want_s(n);
       CosSinStepper st(spec.freqs);
       std::int64_t differing = 0;
-      for (std::int64_t p : positions) {
+      // Positions up to the int64 limits (their doubles round; the pairs sent to exact_sincos
+      // must get the position itself), where frequencies below 1 keep the angle's multiple of
+      // pi/2 inside int64 for exact_sincos.
+      std::vector<std::int64_t> all = positions;
+      if (spec.name != "wide-frequencies") {
+        for (std::int64_t p : {std::numeric_limits<std::int64_t>::max(),
+                               std::numeric_limits<std::int64_t>::min() + 1, std::int64_t{1} << 62,
+                               (std::int64_t{1} << 53) + 1})
+          all.push_back(p);
+      }
+      for (std::int64_t p : all) {
         const std::vector<std::int64_t> ap(axes, p);
         st.row(ap, c.data(), s.data());
         posenc::cos_sin_row_f32(spec.freqs, ap, want_c, want_s);
@@ -366,9 +378,9 @@ TEST(CosSinFast, AnchorRowsAreTheExactRowsOnEveryTarget) {
         }
       }
       EXPECT_EQ(differing, 0);
-      EXPECT_EQ(st.stats().anchors, static_cast<std::int64_t>(positions.size()));
+      EXPECT_EQ(st.stats().anchors, static_cast<std::int64_t>(all.size()));
       EXPECT_EQ(st.stats().steps, 0);
-      const auto pairs = static_cast<std::int64_t>(positions.size() * n);
+      const auto pairs = static_cast<std::int64_t>(all.size() * n);
       if (target == "SSE4" || target == "SSSE3" || target == "EMU128" || target == "SCALAR") {
         EXPECT_EQ(st.stats().exact_pairs, pairs);
       } else {

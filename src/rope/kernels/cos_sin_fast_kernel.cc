@@ -133,12 +133,14 @@ std::int64_t CosSinStepRow(const CosSinStep& a) {
 // fused operations exact_sincos gets from std::fma, so r_hi and r_lo are its bits. With x = r_hi,
 // |x| <= 0.79 (checked: pi/4 = 0.7854; a lane outside, or not finite, is flagged), y = fl(x^2)
 // and u = 2^-53, sin and cos of x + r_lo are Taylor polynomials:
-//  sin: S = x + (x^3 P(y) + r_lo (1 - y/2)), P's coefficients -1/3! .. +1/17!, the first term left out
-//    below 0.79^19 / 19! < 1e-19 (0.001 u). P by FMAs in Horner form is within 2.2 u relative
-//    (each coefficient rounded once, one rounding per FMA, y's error damped by y P'(y) / P(y) <
-//    0.04), x^3 = fl(x y) within 2 u, so x^3 P is within 4.3 u of at most 0.79^3 / 6 < 0.083:
-//    0.36 u; the FMA adding r_lo (1 - y/2) (|r_lo| <= 2^-54; cos x - (1 - y/2) < 0.017) rounds by u/2 of < 0.083: 0.05 u; x + t by
-//    u/2 (|S| < 0.72 < 1). sin(x + r_lo) = sin x + r_lo cos x + O(r_lo^2 = 2^-108). Total < 0.92 u.
+//  sin: S = x + (x^3 P(y) + r_lo (1 - y/2)), P's coefficients -1/3! .. +1/17!, the first term
+//    left out below 0.79^19 / 19! < 1e-19 (0.001 u). P by FMAs in Horner form is within 2.2 u
+//    relative (each coefficient rounded once, one rounding per FMA, y's error damped by
+//    y P'(y) / P(y) < 0.04), x^3 = fl(x y) within 2 u, so x^3 P is within 4.3 u of at most
+//    0.79^3 / 6 < 0.083: 0.36 u; the FMA adding r_lo (1 - y/2) (|r_lo| <= 2^-54, and
+//    cos x - (1 - y/2) < 0.017 makes that term's error negligible) rounds by u/2 of < 0.083:
+//    0.05 u; x + t by u/2 (|S| < 0.72 < 1). sin(x + r_lo) = sin x + r_lo cos x + O(r_lo^2 =
+//    2^-108). Total < 0.92 u.
 //  cos: C = 1 + ((y^2 Q(y) - (y_lo / 2 + r_lo S)) - y / 2), y + y_lo = x^2 exactly (an FMA), Q's
 //    coefficients 1/4! .. -1/18!, the first term left out < 0.79^20 / 20! < 4e-21. y^2 Q within
 //    5.3 u of < 0.017: 0.09 u; the small terms (each < 2^-54) round by < 0.02 u; the difference
