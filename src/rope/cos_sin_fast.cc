@@ -45,6 +45,13 @@ constexpr double kUnitRoundoff = 0x1p-53;
 static_assert(CosSinStepper::kMaxSteps <= 512, "the bound above is derived for m <= 512");
 constexpr std::size_t kMaxAxes = 8 * sizeof(unsigned);
 
+// Whether p is the position after `last`, both inside the positions the bound covers
+// (|p| < 2^31, which exact_sincos reduces exactly); without an overflow at the int64 limits.
+constexpr bool steps_by_one(std::int64_t last, std::int64_t p) {
+  constexpr std::int64_t kLimit = std::int64_t{1} << 31;
+  return last > -kLimit && last < kLimit - 1 && p == last + 1;
+}
+
 }  // namespace
 
 bool CosSinStepper::applies(const Frequencies& freqs) {
@@ -170,7 +177,7 @@ void CosSinStepper::row(std::span<const std::int64_t> ap, float* c, float* s) {
   // the step itself 20%).
   if (ap.size() == 1 && last_pos_.size() == 1 && since_anchor_ >= 0 && since_anchor_ < kMaxSteps) {
     const std::int64_t p = ap[0];
-    if (p - 1 == last_pos_[0] && p < (std::int64_t{1} << 31)) {
+    if (steps_by_one(last_pos_[0], p)) {
       last_pos_[0] = p;
       step(1u, ap.data(), c, s);
       return;
@@ -191,10 +198,7 @@ void CosSinStepper::row(std::span<const std::int64_t> ap, float* c, float* s) {
   for (unsigned a : used_axes_) {
     const std::int64_t p = ap[a], last = last_pos_[a];
     if (p == last) continue;
-    // |p| < 2^31 keeps exact_sincos exact; the step stays below that too.
-    if (p >= (std::int64_t{1} << 31) || p <= -(std::int64_t{1} << 31) || p - 1 != last) {
-      steppable = false;
-    }
+    if (!steps_by_one(last, p)) steppable = false;
     moving |= 1u << a;
   }
   std::copy(ap.begin(), ap.end(), last_pos_.begin());
@@ -222,8 +226,7 @@ void CosSinStepper::rows(const std::int64_t* positions, std::int64_t count, floa
     if (since_anchor_ >= 0) {
       const std::int64_t room = std::min(count - k, kMaxSteps - since_anchor_);
       std::int64_t last = last_pos_[0];
-      while (m < room && positions[k + m] - 1 == last &&
-             positions[k + m] < (std::int64_t{1} << 31)) {
+      while (m < room && steps_by_one(last, positions[k + m])) {
         last = positions[k + m];
         ++m;
       }

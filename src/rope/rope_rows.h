@@ -71,10 +71,10 @@ inline Row kernel_row(Layout layout, float sign, std::int64_t n, Row row, float*
   return row;
 }
 
-// Room for a call's rows: `count` floats on the stack up to 4096 (16 KiB: 16 tokens of head_dim
-// 128), else on the heap; not zeroed (each row is written before it is read). A decode step's call
-// rotates 16 KiB (32 f32 heads of 128); zeroing and freeing vectors of rows for it took as long
-// as a third of the rotation.
+// Room for a call's rows: `count` floats on the stack up to 4096 (16 KiB: 16 tokens of half-split
+// rows up to head_dim 256), else on the heap; not zeroed (each row is written before it is read).
+// A decode step's call rotates 16 KiB (32 f32 heads of 128); zeroing and freeing vectors of rows
+// for it took as long as a third of the rotation.
 class RowScratch {
  public:
   explicit RowScratch(std::size_t count)

@@ -57,55 +57,67 @@ HWY_NOINLINE std::int64_t FlagLanes(const double* c, const double* s, std::int64
   return flagged;
 }
 
-// Pairs [i, i + K Lanes(d)) through every row of the call, their doubles kept in registers from
-// one row to the next. Row by row (the loop before this one) each row's doubles were stored and
-// loaded back for the next row, and the chain through that store and load, not the conversions,
-// bound the step: in a standalone copy of both loops on Zen 5 (64 pairs, 16 rows a call) 19.3 ns
-// a row against 12.3 with two vectors in registers; without the conversions at all, row by row
-// still took 16.1 ns.
-template <std::size_t K, class D>
+// One step of a vector of pairs held in registers: (c, s) <- (c uc - s us, s uc + c us).
+template <class V>
+HWY_INLINE void StepPair(V& c, V& s, V uc, V us) {
+  const V c2 = hn::MulSub(c, uc, hn::Mul(s, us));
+  const V s2 = hn::MulAdd(s, uc, hn::Mul(c, us));
+  c = c2;
+  s = s2;
+}
+
+// Pairs [i, i + K Lanes(d)), K = 2 with kTwo else 1, through every row of the call, their doubles
+// kept in registers from one row to the next (named registers, not arrays: SVE's and RVV's vectors
+// are sizeless). Row by row (the loop before this one) each row's doubles were stored and loaded
+// back for the next row, and the chain through that store and load, not the conversions, bound
+// the step: in a standalone copy of both loops on Zen 5 (64 pairs, 16 rows a call) 19.3 ns a row
+// against 12.3 with two vectors in registers; without the conversions at all, row by row still
+// took 16.1 ns.
+template <bool kTwo, class D>
 HWY_INLINE std::int64_t StepColumns(D d, const CosSinStep& a, std::int64_t i,
                                     std::int64_t flagged) {
   using V = hn::Vec<D>;
   const auto lanes = static_cast<std::int64_t>(hn::Lanes(d));
-  V c[K], s[K], uc[K], us[K];
-  for (std::size_t k = 0; k < K; ++k) {
-    const std::int64_t at = i + static_cast<std::int64_t>(k) * lanes;
-    c[k] = hn::LoadU(d, a.c + at);
-    s[k] = hn::LoadU(d, a.s + at);
-    uc[k] = hn::LoadU(d, a.uc + at);
-    us[k] = hn::LoadU(d, a.us + at);
+  const std::int64_t j = i + lanes;  // the second vector's pairs (kTwo)
+  V c0 = hn::LoadU(d, a.c + i), s0 = hn::LoadU(d, a.s + i);
+  const V uc0 = hn::LoadU(d, a.uc + i), us0 = hn::LoadU(d, a.us + i);
+  V c1 = c0, s1 = s0, uc1 = uc0, us1 = us0;
+  if constexpr (kTwo) {
+    c1 = hn::LoadU(d, a.c + j);
+    s1 = hn::LoadU(d, a.s + j);
+    uc1 = hn::LoadU(d, a.uc + j);
+    us1 = hn::LoadU(d, a.us + j);
   }
   for (std::int64_t r = 0; r < a.rows; ++r) {
     const double row_bound = a.bound + static_cast<double>(r) * a.bound_step;
     const V bound = hn::Set(d, row_bound);
     float* HWY_RESTRICT oc = a.cos_out + r * a.out_stride + i;
     float* HWY_RESTRICT os = a.sin_out + r * a.out_stride + i;
-    bool ok = true;
-    for (std::size_t k = 0; k < K; ++k) {
-      const V c2 = hn::MulSub(c[k], uc[k], hn::Mul(s[k], us[k]));
-      const V s2 = hn::MulAdd(s[k], uc[k], hn::Mul(c[k], us[k]));
-      c[k] = c2;
-      s[k] = s2;
-      const auto at = static_cast<std::int64_t>(k) * lanes;
-      ok &= StoreDecided(d, c2, s2, bound, oc + at, os + at);
+    StepPair(c0, s0, uc0, us0);
+    bool ok = StoreDecided(d, c0, s0, bound, oc, os);
+    if constexpr (kTwo) {
+      StepPair(c1, s1, uc1, us1);
+      ok &= StoreDecided(d, c1, s1, bound, oc + lanes, os + lanes);
     }
-    // About 2e-3 of the pairs fail: the per-entry check of this row's K vectors, out of line.
+    // About 1e-3 of the pairs fail: the per-entry check of this row's vectors, out of line.
     if (HWY_UNLIKELY(!ok)) {
       constexpr std::size_t kMaxLanes = HWY_MAX_BYTES / sizeof(double);
-      double row_c[K * kMaxLanes], row_s[K * kMaxLanes];
-      for (std::size_t k = 0; k < K; ++k) {
-        hn::StoreU(c[k], d, row_c + k * static_cast<std::size_t>(lanes));
-        hn::StoreU(s[k], d, row_s + k * static_cast<std::size_t>(lanes));
+      double row_c[2 * kMaxLanes], row_s[2 * kMaxLanes];
+      hn::StoreU(c0, d, row_c);
+      hn::StoreU(s0, d, row_s);
+      if constexpr (kTwo) {
+        hn::StoreU(c1, d, row_c + lanes);
+        hn::StoreU(s1, d, row_s + lanes);
       }
       flagged = FlagLanes(row_c, row_s, a.flagged, row_bound, r * a.n + i, 0,
-                          static_cast<std::int64_t>(K) * lanes, flagged);
+                          (kTwo ? 2 : 1) * lanes, flagged);
     }
   }
-  for (std::size_t k = 0; k < K; ++k) {
-    const std::int64_t at = i + static_cast<std::int64_t>(k) * lanes;
-    hn::StoreU(c[k], d, a.c + at);
-    hn::StoreU(s[k], d, a.s + at);
+  hn::StoreU(c0, d, a.c + i);
+  hn::StoreU(s0, d, a.s + i);
+  if constexpr (kTwo) {
+    hn::StoreU(c1, d, a.c + j);
+    hn::StoreU(s1, d, a.s + j);
   }
   return flagged;
 }
@@ -117,14 +129,11 @@ std::int64_t CosSinStepRow(const CosSinStep& a) {
   // Two vectors at a time: the chain from one row to the next (a multiply and a fused one) has
   // work beside it; four ran no faster (hd 64 / 128 / 256: 13.2-13.8 / 26.9-27.9 / 49.7-52.3 ns a
   // row, two: 12.9-13.8 / 26.7-29.1 / 49.1-53.4; row by row 19.6-20.7 / 42.0-49.3 / 62.4-62.5).
-  constexpr std::size_t kColumns = 2;
   std::int64_t flagged = 0;
   std::int64_t i = 0;
-  for (; i + static_cast<std::int64_t>(kColumns) * lanes <= a.n;
-       i += static_cast<std::int64_t>(kColumns) * lanes)
-    flagged = StepColumns<kColumns>(d, a, i, flagged);
-  for (; i + lanes <= a.n; i += lanes) flagged = StepColumns<1>(d, a, i, flagged);
-  for (; i < a.n; ++i) flagged = StepColumns<1>(d1, a, i, flagged);
+  for (; i + 2 * lanes <= a.n; i += 2 * lanes) flagged = StepColumns<true>(d, a, i, flagged);
+  for (; i + lanes <= a.n; i += lanes) flagged = StepColumns<false>(d, a, i, flagged);
+  for (; i < a.n; ++i) flagged = StepColumns<false>(d1, a, i, flagged);
   return flagged;
 }
 
@@ -138,14 +147,14 @@ std::int64_t CosSinStepRow(const CosSinStep& a) {
 //    relative (each coefficient rounded once, one rounding per FMA, y's error damped by
 //    y P'(y) / P(y) < 0.04), x^3 = fl(x y) within 2 u, so x^3 P is within 4.3 u of at most
 //    0.79^3 / 6 < 0.083: 0.36 u; the FMA adding r_lo (1 - y/2) (|r_lo| <= 2^-54, and
-//    cos x - (1 - y/2) < 0.017 makes that term's error negligible) rounds by u/2 of < 0.083:
-//    0.05 u; x + t by u/2 (|S| < 0.72 < 1). sin(x + r_lo) = sin x + r_lo cos x + O(r_lo^2 =
-//    2^-108). Total < 0.92 u.
+//    cos x - (1 - y/2) < 0.017 makes that term's error negligible) rounds by half an ulp of a
+//    value below 0.125: u/16; x + t by u/2 (|S| < 0.72 < 1). sin(x + r_lo) = sin x + r_lo cos x
+//    + O(r_lo^2 = 2^-108). Total < 0.92 u.
 //  cos: C = 1 + ((y^2 Q(y) - (y_lo / 2 + r_lo S)) - y / 2), y + y_lo = x^2 exactly (an FMA), Q's
 //    coefficients 1/4! .. -1/18!, the first term left out < 0.79^20 / 20! < 4e-21. y^2 Q within
-//    5.3 u of < 0.017: 0.09 u; the small terms (each < 2^-54) round by < 0.02 u; the difference
+//    6.1 u of < 0.017: 0.11 u; the small terms (each < 2^-54) round by < 0.02 u; the difference
 //    with y / 2 (halving is exact; the difference is below 0.33) by u/4; 1 + that by u/2. Total
-//    < 0.87 u.
+//    < 0.89 u.
 // So each is within 1.0 u of the true value where the bound of rope/cos_sin_fast.cc assumes 2 u
 // for exact_sincos: the bound of every stepped row holds from these anchors too, and the exact
 // path's double (2 u) is within 3 u |af| plus the two products' roundings of the entry here, well
@@ -200,8 +209,9 @@ HWY_INLINE bool AnchorLanes(D d, const double* HWY_RESTRICT position, const doub
   const auto cos_x =
       hn::Add(hn::Set(d, 1.0), hn::Sub(hn::Sub(hn::Mul(y2, qc_poly), small), half_y));
   // The quadrant, as exact_sincos's switch on k & 3: odd swaps, 2 and 3 negate the sine, 1 and 2
-  // the cosine. q = k mod 4 in double, exact for |k| < 2^53 (a lane beyond is out of range and
-  // flagged): no conversion to int64, which AVX2 has no instruction for.
+  // the cosine. q = k mod 4 in double (exact for every integer-valued double, and equal to
+  // int64(k) & 3 wherever that is defined): no conversion to int64, which AVX2 has no instruction
+  // for.
   const auto q = hn::NegMulAdd(hn::Set(d, 4.0), hn::Floor(hn::Mul(k, hn::Set(d, 0.25))), k);
   const auto is1 = hn::Eq(q, hn::Set(d, 1.0));
   const auto is2 = hn::Eq(q, hn::Set(d, 2.0));
@@ -220,6 +230,8 @@ HWY_INLINE bool AnchorLanes(D d, const double* HWY_RESTRICT position, const doub
   hn::StoreU(s_af, d, ps);
   return StoreDecided(d, c_af, s_af, bound, oc, os);
 }
+
+bool AnchorInSimd() { return HWY_NATIVE_FMA != 0; }
 
 std::int64_t CosSinAnchorRow(const CosSinAnchor& a) {
   std::int64_t flagged = 0;
@@ -276,6 +288,10 @@ HWY_EXPORT(CosSinAnchorRow);
 std::int64_t cos_sin_anchor(const CosSinAnchor& args) {
   return HWY_DYNAMIC_DISPATCH(CosSinAnchorRow)(args);
 }
+
+HWY_EXPORT(AnchorInSimd);
+
+bool cos_sin_anchor_in_simd() { return HWY_DYNAMIC_DISPATCH(AnchorInSimd)(); }
 
 }  // namespace posenc::detail
 #endif  // HWY_ONCE

@@ -36,7 +36,7 @@ std::int64_t cos_sin_step(const CosSinStep& args);
 // operation; sin and cos of the remainder are Taylor polynomials, each within 1.0 u (u = 2^-53)
 // of the true value (the derivation is in cos_sin_fast_kernel.cc), where exact_sincos calls libm.
 struct CosSinAnchor {
-  const double* position = nullptr;  // per pair, an integer below 2^53 in magnitude
+  const double* position = nullptr;  // per pair, an integer (rounded to double past 2^53)
   const double* w = nullptr;
   std::int64_t n = 0;
   double af = 1.0;
@@ -52,5 +52,9 @@ struct CosSinAnchor {
 
 // Runs on the dispatched SIMD target. Returns how many pairs it flagged.
 std::int64_t cos_sin_anchor(const CosSinAnchor& args);
+
+// Whether the dispatched target computes anchors in SIMD (it has a fused multiply-add); where it
+// does not, cos_sin_anchor flags every pair.
+bool cos_sin_anchor_in_simd();
 
 }  // namespace posenc::detail
