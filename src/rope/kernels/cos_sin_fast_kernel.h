@@ -1,6 +1,7 @@
-// src/rope/kernels/cos_sin_fast_kernel.h: one step of the on-the-fly cos/sin recurrence (internal).
+// src/rope/kernels/cos_sin_fast_kernel.h: the on-the-fly cos/sin kernels (internal): the step of
+// the recurrence and the anchor rows (below).
 //
-// Advances a double row (already scaled by the attention factor) by one rotation,
+// The step advances a double row (already scaled by the attention factor) by one rotation,
 // (c, s) <- (c uc - s us, s uc + c us), and rounds it to float32, listing each pair whose rounding
 // the error bound cannot decide (rope/cos_sin_fast.h has the bound and the exact fallback); `rows`
 // times in one call, each row's floats out_stride after the previous one's.
