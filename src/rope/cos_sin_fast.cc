@@ -107,21 +107,22 @@ void CosSinStepper::anchor(const std::int64_t* ap, float* c, float* s) {
   }
   // The first row's bound: the SIMD anchor's doubles are within 1.0 u of the true values, closer
   // than the 2 u the derivation above allows exact_sincos (cos_sin_fast_kernel.cc).
-  const std::int64_t k =
-      exact_anchor(af_, bound_scale_ * std::abs(af_) * kUnitRoundoff * 16.0, c, s);
+  const std::int64_t k = exact_anchor(af_, bound_scale_ * std::abs(af_) * kUnitRoundoff * 16.0,
+                                      c_.data(), s_.data(), c, s);
   since_anchor_ = 0;
   ++stats_.anchors;
   stats_.exact_pairs += k;
 }
 
-std::int64_t CosSinStepper::exact_anchor(double af, double bound, float* c, float* s) {
+std::int64_t CosSinStepper::exact_anchor(double af, double bound, double* dc, double* ds, float* c,
+                                         float* s) {
   CosSinAnchor a;
   a.position = position_.data();
   a.w = w_.data();
   a.n = static_cast<std::int64_t>(w_.size());
   a.af = af;
-  a.c = c_.data();
-  a.s = s_.data();
+  a.c = dc;
+  a.s = ds;
   a.cos_out = c;
   a.sin_out = s;
   a.bound = bound;
@@ -133,10 +134,10 @@ std::int64_t CosSinStepper::exact_anchor(double af, double bound, float* c, floa
     const auto i = static_cast<std::size_t>(flagged_[static_cast<std::size_t>(j)]);
     double se, ce;
     exact_sincos(anchor_pos_[i], w_[i], se, ce);
-    c_[i] = ce * af;
-    s_[i] = se * af;
-    c[i] = static_cast<float>(c_[i]);
-    s[i] = static_cast<float>(s_[i]);
+    dc[i] = ce * af;
+    ds[i] = se * af;
+    c[i] = static_cast<float>(dc[i]);
+    s[i] = static_cast<float>(ds[i]);
   }
   return k;
 }
@@ -145,18 +146,14 @@ const std::vector<double>& CosSinStepper::step_factors(unsigned moving) {
   const std::size_t n = w_.size();
   if (unit_step_.empty()) {
     // exp(i w) for each pair: the anchor at position 1 without the attention factor (its doubles
-    // are within 1.0 u of the true values, inside the 3 u the bound allows U), kept before c_ and
-    // s_ are restored to the current row.
+    // are within 1.0 u of the true values, inside the 3 u the bound allows U); its floats are not
+    // needed.
     unit_step_.resize(2 * n);
-    const std::vector<double> row_c = c_, row_s = s_;
     std::fill(anchor_pos_.begin(), anchor_pos_.end(), 1);
     std::fill(position_.begin(), position_.end(), 1.0);
-    std::vector<float> scratch(2 * n);
-    exact_anchor(1.0, 0.0, scratch.data(), scratch.data() + n);
-    std::copy(c_.begin(), c_.end(), unit_step_.begin());
-    std::copy(s_.begin(), s_.end(), unit_step_.begin() + static_cast<std::ptrdiff_t>(n));
-    c_ = row_c;
-    s_ = row_s;
+    std::vector<float> unused(2 * n);
+    exact_anchor(1.0, 0.0, unit_step_.data(), unit_step_.data() + n, unused.data(),
+                 unused.data() + n);
   }
   if (moving >= factors_.size()) factors_.resize(std::size_t{moving} + 1);
   std::vector<double>& f = factors_[moving];

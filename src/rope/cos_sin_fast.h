@@ -59,10 +59,10 @@ class CosSinStepper {
 
  private:
   void anchor(const std::int64_t* axis_positions, float* c, float* s);
-  // The doubles c_, s_ (times af) and the floats c, s of the pairs at anchor_pos_ (one position
+  // The doubles dc, ds (times af) and the floats c, s of the pairs at anchor_pos_ (one position
   // per pair, also in position_ as doubles): the SIMD anchor kernel, and exact_sincos for the
   // pairs it flags. Returns how many it flagged.
-  std::int64_t exact_anchor(double af, double bound, float* c, float* s);
+  std::int64_t exact_anchor(double af, double bound, double* dc, double* ds, float* c, float* s);
   // The next row by one step of the axes in `moving` (bit a: axis a moves by one).
   void step(unsigned moving, const std::int64_t* axis_positions, float* c, float* s);
   // `count` one-axis rows by one step each from the current row, at positions[0 .. count), which
