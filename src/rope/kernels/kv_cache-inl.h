@@ -9,8 +9,9 @@
 //
 // Compile cost: ConvertCopy and RotateKHead are out-of-line leaves (HWY_NOINLINE), one per
 // (dtype, cache dtype) pair, and AppendTyped only loops over heads and calls them. What made this
-// kernel slow to build under clang's ASan + UBSan was the EMU128 target (below); out-of-line
-// leaves alone did not help (measured), but they keep each function small.
+// kernel slow to build under clang's ASan + UBSan was the EMU128 target, which now takes the
+// one-lane path (POSENC_FULL_VECTORS, rotate-inl.h); out-of-line leaves alone did not help
+// (measured), but they keep each function small.
 
 // Per-target include guard: re-entered once for each HWY_TARGET_TOGGLE.
 #if defined(POSENC_KERNELS_KV_CACHE_INL_H_) == defined(HWY_TARGET_TOGGLE)
@@ -33,15 +34,6 @@
 #include "rope/kernels/kv_cache_kernel.h"
 #include "rope/kernels/rotate-inl.h"
 #include "rope/kernels/rotate.h"
-
-// Full vectors on the SIMD targets; on EMU128 (x86 CPUs without SSSE3, Arm without NEON) and
-// HWY_SCALAR every element takes the one-lane path that tails take everywhere, which gives the
-// same bits (the lane functions are the same; the tests compare every target with apply_rope).
-// Why: Highway emulates EMU128's vectors as lane arrays, and under ASan + UBSan clang spends
-// about 20 times longer on that target's code than on AVX2's (110 s against 5 s of CPU for the
-// fp8 half, measured): the full-vector forms made this one target most of the file's build.
-#undef POSENC_KV_CACHE_FULL_VECTORS
-#define POSENC_KV_CACHE_FULL_VECTORS (HWY_TARGET != HWY_SCALAR && HWY_TARGET != HWY_EMU128)
 
 HWY_BEFORE_NAMESPACE();
 namespace posenc::detail {
@@ -260,7 +252,7 @@ HWY_NOINLINE void ConvertCopy(InTag itag, CTag ctag, const typename InTag::Stora
     }
   }
 #endif
-#if POSENC_KV_CACHE_FULL_VECTORS
+#if POSENC_FULL_VECTORS
   const hn::ScalableTag<float> d;
   const auto lanes = static_cast<std::int64_t>(hn::Lanes(d));
   for (; i + 2 * lanes <= count; i += 2 * lanes) {
@@ -312,7 +304,7 @@ HWY_NOINLINE void RotateKHead(KTag ktag, CTag ctag, const typename KTag::Storage
       EmitK(ktag, ctag, dd, ya, at(i0), out + i0, scale);
       EmitK(ktag, ctag, dd, yb, at(i0 + n), out + i0 + n, scale);
     };
-#if POSENC_KV_CACHE_FULL_VECTORS
+#if POSENC_FULL_VECTORS
     const hn::ScalableTag<float> d;
     const auto lanes = static_cast<std::int64_t>(hn::Lanes(d));
     for (; i + 2 * lanes <= n; i += 2 * lanes) {
@@ -332,7 +324,7 @@ HWY_NOINLINE void RotateKHead(KTag ktag, CTag ctag, const typename KTag::Storage
   }
   const std::int64_t dims = 2 * n;
   std::int64_t j = 0;
-#if POSENC_KV_CACHE_FULL_VECTORS  // (and as rotate.cc: HWY_SCALAR's one lane holds no pair)
+#if POSENC_FULL_VECTORS  // (and as rotate.cc: HWY_SCALAR's one lane holds no pair)
   const hn::ScalableTag<float> d;
   const auto lanes = static_cast<std::int64_t>(hn::Lanes(d));
   for (; j + 2 * lanes <= dims; j += 2 * lanes) {
@@ -371,7 +363,7 @@ HWY_INLINE void StreamBytes(const void* src, void* dst, std::size_t bytes) {
   const auto* in = static_cast<const std::uint8_t*>(src);
   auto* out = static_cast<std::uint8_t*>(dst);
   std::size_t i = 0;
-#if POSENC_KV_CACHE_FULL_VECTORS
+#if POSENC_FULL_VECTORS
   const hn::ScalableTag<std::uint8_t> d;
   const std::size_t lanes = hn::Lanes(d);
   const std::size_t head =
@@ -442,7 +434,7 @@ HWY_INLINE bool StreamBf16AsFp8Row([[maybe_unused]] const TokenKv& t,
   return false;
 }
 
-#if POSENC_KV_CACHE_FULL_VECTORS && !HWY_HAVE_SCALABLE
+#if POSENC_FULL_VECTORS && !HWY_HAVE_SCALABLE
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2
 // StoreResultsF32x2 (the same bits) with streaming stores, to p aligned to 2 * Lanes(d) floats'
 // bytes at f32 (Lanes(d) at f16 and bf16): two full vectors for f32, two half vectors of F16C's
@@ -593,7 +585,7 @@ HWY_INLINE bool AppendBf16KAsFp8ByToken(const TokenKv& t) {
 
 template <class KTag, class CTag>
 HWY_INLINE void AppendK(KTag ktag, CTag ctag, const TokenKv& t) {
-#if POSENC_KV_CACHE_FULL_VECTORS && !HWY_HAVE_SCALABLE
+#if POSENC_FULL_VECTORS && !HWY_HAVE_SCALABLE
   if constexpr (std::is_same_v<KTag, CTag>) {
     if (AppendKFixed(ktag, t)) return;
   }

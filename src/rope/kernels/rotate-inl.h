@@ -16,6 +16,17 @@
 #include <cstdint>
 #include <type_traits>
 
+// Full vectors on the SIMD targets; on EMU128 (x86 CPUs without SSSE3, Arm without NEON) and
+// HWY_SCALAR every element takes the one-lane path that tails take everywhere, which gives the
+// same bits (the lane functions are the same; the tests compare every target with the
+// reference and with each other). Why: Highway emulates EMU128's vectors as lane arrays, and
+// under ASan + UBSan clang spends about 20 times longer on that target's code than on AVX2's
+// (the fp8 half of kv_cache-inl.h: 110 s against 5 s of CPU; rotate.cc: 169 of its 189 s), so
+// the full-vector forms made this one target most of the sanitized build. Used by rotate.cc and
+// kv_cache-inl.h.
+#undef POSENC_FULL_VECTORS
+#define POSENC_FULL_VECTORS (HWY_TARGET != HWY_SCALAR && HWY_TARGET != HWY_EMU128)
+
 HWY_BEFORE_NAMESPACE();
 namespace posenc::detail {
 namespace HWY_NAMESPACE {
@@ -36,7 +47,7 @@ HWY_INLINE hn::Vec<D> InterleavedMath(D, hn::Vec<D> x, hn::Vec<D> partner, hn::V
   return hn::MulAdd(x, c2, hn::Mul(partner, s2));
 }
 
-#if HWY_TARGET != HWY_SCALAR && !HWY_HAVE_SCALABLE
+#if POSENC_FULL_VECTORS && !HWY_HAVE_SCALABLE
 // Calls f(std::integral_constant<std::size_t, k>{}) where pairs = k * lanes with k = 2, 4 or 8:
 // the rows the kernels keep in registers across a token's heads (head_dim 64, 128, 256 on
 // AVX-512; 32, 64, 128 on AVX2). Returns false, calling nothing, for other pair counts.

@@ -28,7 +28,8 @@ namespace hn = hwy::HWY_NAMESPACE;
 
 // Each layout's rotation is one function of the tag `d`: the loop runs it on full vectors and
 // the tail on one lane (Highway's skeleton: HWY_CAPPED(float, 1)), so a tail pair gets exactly
-// the operations, and so the bits, of a body pair on every target.
+// the operations, and so the bits, of a body pair on every target. EMU128 and HWY_SCALAR run
+// every pair as a tail (POSENC_FULL_VECTORS, rotate-inl.h: their build cost under ASan).
 
 // Half-split: a = x[i], b = x[i + n]; y_a = a c - b s, y_b = b c + a s.
 template <class Tag, class D>
@@ -47,9 +48,10 @@ template <class Tag>
 HWY_INLINE void RotateHalfSplit(Tag tag, const typename Tag::Storage* in,
                                 typename Tag::Storage* out, std::int64_t n, const float* c,
                                 const float* s) {
+  std::int64_t i = 0;
+#if POSENC_FULL_VECTORS
   const hn::ScalableTag<float> d;
   const std::int64_t lanes = static_cast<std::int64_t>(hn::Lanes(d));
-  std::int64_t i = 0;
   // Two vectors per step, so a bf16 store packs 2 * lanes elements at once (half-inl.h).
   for (; i + 2 * lanes <= n; i += 2 * lanes) {
     const auto a0 = LoadF32(tag, d, in + i);
@@ -63,11 +65,12 @@ HWY_INLINE void RotateHalfSplit(Tag tag, const typename Tag::Storage* in,
     StoreResultsF32x2(tag, d, yb0, yb1, out + i + n);
   }
   for (; i + lanes <= n; i += lanes) HalfSplitLanes(tag, d, in + i, out + i, n, c + i, s + i);
+#endif
   const hn::CappedTag<float, 1> d1;
   for (; i < n; ++i) HalfSplitLanes(tag, d1, in + i, out + i, n, c + i, s + i);
 }
 
-#if HWY_TARGET != HWY_SCALAR
+#if POSENC_FULL_VECTORS
 // bf16 half-split over whole blocks of 2 * lanes pairs in even/odd form (half-inl.h): the rows
 // ce / cs hold each block's even-indexed entries of c (s), then its odd ones (DeinterleaveRow),
 // so every element meets its own c_i, s_i in the same HalfSplitMath: the bits of RotateHalfSplit.
@@ -115,7 +118,7 @@ HWY_INLINE void RotateInterleaved(Tag tag, const typename Tag::Storage* in,
                                   const float* s2) {
   const std::int64_t dims = 2 * n;
   std::int64_t j = 0;
-#if HWY_TARGET != HWY_SCALAR  // one lane holds no pair to swap: the tail loop does it all
+#if POSENC_FULL_VECTORS  // (HWY_SCALAR's one lane holds no pair to swap: the tail loop does it)
   const hn::ScalableTag<float> d;
   const std::int64_t lanes = static_cast<std::int64_t>(hn::Lanes(d));
   for (; j + 2 * lanes <= dims; j += 2 * lanes) {
@@ -152,7 +155,7 @@ HWY_INLINE void CopyUnrotated(const TokenHeads& t, const T* hin, T* hout) {
   std::memcpy(hout + end, hin + end, static_cast<std::size_t>(t.head_dim - end) * sizeof(T));
 }
 
-#if HWY_TARGET != HWY_SCALAR && !HWY_HAVE_SCALABLE
+#if POSENC_FULL_VECTORS && !HWY_HAVE_SCALABLE
 // Half-split with n = kVecs * lanes pairs (head_dim 64, 128, 256 on AVX-512; 32, 64, 128 on
 // AVX2), the heads of one token: the row's kVecs vectors of c and of s are loaded once into
 // registers and serve every head, so a head costs only its own loads and stores, with no loop
@@ -234,10 +237,10 @@ HWY_INLINE void RotateTyped(Tag tag, const TokenHeads& t) {
     if (rotate_bf16_heads_avx512_bf16(t)) return;
   }
 #endif
-#if HWY_TARGET != HWY_SCALAR && !HWY_HAVE_SCALABLE
+#if POSENC_FULL_VECTORS && !HWY_HAVE_SCALABLE
   if (RotateHalfSplitFixed(tag, t)) return;
 #endif
-#if HWY_TARGET != HWY_SCALAR
+#if POSENC_FULL_VECTORS
   if constexpr (std::is_same_v<Tag, BF16Tag>) {
     // bf16 half-split, several heads: deinterleave the row once per token (amortised over the
     // heads), then rotate the whole blocks in even/odd form and the rest as usual.
