@@ -9,6 +9,7 @@
 
 #include "posenc/core/spec.h"
 #include "posenc/rope/apply.h"
+#include "rope/kv_cache_streaming.h"
 #include "stream.h"
 
 namespace posenc::bench {
@@ -154,9 +155,9 @@ void FusedWorkload::append_stream() {
   a.narrow = cache_dtype_size(case_.cache_dtype) < dtype_size(case_.dtype);
   if (a.narrow && (cache_dtype_size(case_.cache_dtype) != 1 || dtype_size(case_.dtype) != 2))
     throw std::logic_error("append_stream: narrows only two-byte inputs into one-byte caches");
-  // The fused kernel's rule (src/rope/kv_cache.cc, kStreamCacheBytes): streaming stores for
-  // appends that write 4 MiB of cache or more.
-  a.streaming = 2 * s.tokens * a.cache_row_bytes >= (std::int64_t{4} << 20);
+  // The fused kernel's rule (src/rope/kv_cache_streaming.h): streaming stores for appends that
+  // write stream_cache_bytes() of cache or more.
+  a.streaming = 2 * s.tokens * a.cache_row_bytes >= detail::stream_cache_bytes();
   stream_append(a);
 }
 

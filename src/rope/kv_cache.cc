@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cmath>
 #include <string>
 #include <utility>
@@ -16,6 +17,7 @@
 #include "posenc/core/threads.h"
 #include "rope/kernels/kv_cache_kernel.h"
 #include "rope/kernels/rotate.h"
+#include "rope/kv_cache_streaming.h"
 #include "rope/rope_rows.h"
 #include "util/thread_pool.h"
 
@@ -27,9 +29,10 @@ constexpr const char* kWho = "rope_append_kv_cache";
 // As apply.cc: below this many elements a worker's wake-up costs more than the work.
 constexpr std::int64_t kMinParallelElements = std::int64_t{1} << 16;
 
-// Appends that write at least this many cache bytes use streaming stores (see the call). 4 MiB:
-// twice a large core's L2; a decode step of 64 tokens of Llama 2 7B in f32 writes 2 MiB.
-constexpr std::int64_t kStreamCacheBytes = std::int64_t{4} << 20;
+std::atomic<std::int64_t>& stream_cache_threshold() {
+  static std::atomic<std::int64_t> bytes{detail::kDefaultStreamCacheBytes};
+  return bytes;
+}
 
 std::string str(std::int64_t v) { return std::to_string(v); }
 
@@ -312,13 +315,11 @@ int rope_append_kv_cache(const Frequencies& freqs, const KvCache& cache, const K
   const auto ks = static_cast<std::int64_t>(dtype_size(args.k.dtype));
   const auto vs = static_cast<std::int64_t>(dtype_size(args.v.dtype));
 
-  // A prefill's cache rows go out with streaming stores (TokenKv::stream_cache): they will not be
-  // read again by this call, and at this size they could not stay in a core's L2 anyway. Decode
-  // appends (a few tokens) keep plain stores, so their rows stay cached for the attention that
-  // reads them next.
+  // A prefill's cache rows go out with streaming stores (TokenKv::stream_cache; why and when:
+  // kv_cache_streaming.h).
   const bool stream_cache = static_cast<double>(tokens) * 2.0 * static_cast<double>(cache.heads) *
                                 static_cast<double>(cache.head_dim) * static_cast<double>(ces) >=
-                            static_cast<double>(kStreamCacheBytes);
+                            static_cast<double>(detail::stream_cache_bytes());
   const float k_inv = detail::exact_inverse(cache.k_scale);
   const float v_inv = detail::exact_inverse(cache.v_scale);
   auto body = [&](std::int64_t begin, std::int64_t end) {
@@ -457,5 +458,21 @@ void append_positions(std::span<const std::int32_t> append_indptr,
     }
   }
 }
+
+namespace detail {
+
+std::int64_t stream_cache_bytes() {
+  return stream_cache_threshold().load(std::memory_order_relaxed);
+}
+
+void set_stream_cache_bytes(std::int64_t bytes) {
+  if (bytes < 1) {
+    throw Error("set_stream_cache_bytes: the threshold (" + str(bytes) +
+                " bytes) must be at least 1");
+  }
+  stream_cache_threshold().store(bytes, std::memory_order_relaxed);
+}
+
+}  // namespace detail
 
 }  // namespace posenc

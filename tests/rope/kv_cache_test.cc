@@ -28,6 +28,7 @@
 #include "posenc/rope/table.h"
 #include "reference/fp8_reference.h"
 #include "reference/half_reference.h"
+#include "rope/kv_cache_streaming.h"
 #include "support/error_of.h"
 #include "support/kv_cache_case.h"
 #include "support/rope_test_support.h"
@@ -218,12 +219,34 @@ TEST(KvCache, RowsInRegistersKeyInPlaceAndPackedRows) {
   });
 }
 
-// Appends that write 4 MiB of cache or more (a prefill) store the cache rows with streaming
-// stores (kv_cache.cc's kStreamCacheBytes): the same bits as apply_rope followed by a copy, on
-// every target. Rows of 72 elements (288 or 144 bytes: not whole 64-byte lines) in pages padded
-// by 3 elements, so the rows start at every alignment and the copy's unaligned ends run too;
-// partial rotary (64 of 72 dims from dim 4), packed qkv rows, both layouts, 1 and 2 threads.
+// The streaming tests run with the threshold of streaming stores (kv_cache_streaming.h) at 256 KiB
+// instead of 4 MiB: the same code paths on a sixteenth of the data (at 4 MiB the three tests took
+// 150 s under ASan + UBSan). The default comes back at the end of each test.
+class StreamThreshold {
+ public:
+  static constexpr std::int64_t kBytes = std::int64_t{256} << 10;
+  StreamThreshold() { posenc::detail::set_stream_cache_bytes(kBytes); }
+  ~StreamThreshold() {
+    posenc::detail::set_stream_cache_bytes(posenc::detail::kDefaultStreamCacheBytes);
+  }
+  StreamThreshold(const StreamThreshold&) = delete;
+  StreamThreshold& operator=(const StreamThreshold&) = delete;
+};
+
+TEST(KvCache, StreamThresholdIsFourMiBAndRefusesLessThanAByte) {
+  EXPECT_EQ(posenc::detail::stream_cache_bytes(), std::int64_t{4} << 20);
+  EXPECT_THAT(error_of([] { posenc::detail::set_stream_cache_bytes(0); }),
+              HasSubstr("the threshold (0 bytes) must be at least 1"));
+  EXPECT_EQ(posenc::detail::stream_cache_bytes(), std::int64_t{4} << 20);
+}
+
+// Appends that write stream_cache_bytes() of cache or more (a prefill) store the cache rows with
+// streaming stores: the same bits as apply_rope followed by a copy, on every target. Rows of 72
+// elements (288 or 144 bytes: not whole 64-byte lines) in pages padded by 3 elements, so the rows
+// start at every alignment and the copy's unaligned ends run too; partial rotary (64 of 72 dims
+// from dim 4), packed qkv rows, both layouts, 1 and 2 threads.
 TEST(KvCache, LargeAppendsWithStreamingStoresGiveTheSameBits) {
+  const StreamThreshold threshold;
   std::mt19937 rng(29);
   const std::pair<DType, CacheDType> kinds[] = {{DType::kF32, CacheDType::kF32},
                                                 {DType::kF16, CacheDType::kF16},
@@ -241,9 +264,9 @@ TEST(KvCache, LargeAppendsWithStreamingStoresGiveTheSameBits) {
         c.kv_heads = 2;
         c.packed = true;
         c.page_pad = 3;
-        // 2 (k, v) x 2 heads x 72 elements per token: at least 4 MiB over the call.
+        // 2 (k, v) x 2 heads x 72 elements per token: at least the threshold over the call.
         const std::int64_t row_bytes = 2 * 2 * 72 * posenc::cache_dtype_size(cache_dtype);
-        c.tokens = ((std::int64_t{4} << 20) + row_bytes - 1) / row_bytes;
+        c.tokens = (StreamThreshold::kBytes + row_bytes - 1) / row_bytes;
         c.threads = dtype == DType::kF16 ? 2 : 1;
         if (cache_dtype == CacheDType::kFp8E4M3) {
           c.k_scale = 0.5f;  // a power of two (multiply) and another scale (divide)
@@ -256,13 +279,14 @@ TEST(KvCache, LargeAppendsWithStreamingStoresGiveTheSameBits) {
 }
 
 // The rows-in-registers path (full half-split rotary of 64, 128, 256 dims into a cache of k's
-// dtype: AppendKRowInRegisters) with streaming stores: appends of 4 MiB or more, k read only and
+// dtype: AppendKRowInRegisters) with streaming stores: appends past the threshold, k read only and
 // rotated in place, pages padded by 3 elements so the cache rows start at every alignment (rows
 // on a vector boundary are streamed from the registers, the others staged), on every target.
 // Also bf16 into fp8 with power-of-two scales, whose whole rows on a 32-byte boundary are streamed
 // from the registers too (StreamBf16AsFp8Row). (The streaming test above uses partial rotary,
 // which takes the per-head path.)
 TEST(KvCache, RowsInRegistersWithStreamingStoresGiveTheSameBits) {
+  const StreamThreshold threshold;
   std::mt19937 rng(37);
   struct Kind {
     DType dtype;
@@ -292,7 +316,7 @@ TEST(KvCache, RowsInRegistersWithStreamingStoresGiveTheSameBits) {
         }
         const std::int64_t row_bytes =
             2 * 2 * kind.head_dim * posenc::cache_dtype_size(kind.cache_dtype);
-        c.tokens = ((std::int64_t{4} << 20) + row_bytes - 1) / row_bytes;
+        c.tokens = (StreamThreshold::kBytes + row_bytes - 1) / row_bytes;
         CheckCase(c, rng,
                   target + " " + Name(c) + (in_place ? " k in place " : " ") +
                       std::to_string(c.tokens) + " tokens");
@@ -357,9 +381,10 @@ TEST(KvCache, WithoutRotationKIsCopiedAsGiven) {
               HasSubstr("q is set but rotate is false"));
 }
 
-// An unrotated append of 4 MiB or more into a cache of k's own dtype streams k's and v's bits
+// An unrotated append past the streaming threshold into a cache of k's own dtype streams k's and v's bits
 // as they are (both layouts, every target; rows of 72 f16 at every alignment).
 TEST(KvCache, WithoutRotationLargeAppendsCopyTheBits) {
+  const StreamThreshold threshold;
   std::mt19937 rng(23);
   posenc_test::ForEachTarget([&](const std::string& target) {
     for (KvCacheLayout layout : kLayouts) {
@@ -370,7 +395,7 @@ TEST(KvCache, WithoutRotationLargeAppendsCopyTheBits) {
       c.layout = layout;
       c.kv_heads = 2;
       c.page_pad = 3;
-      c.tokens = ((std::int64_t{4} << 20) + 2 * 2 * 72 * 2 - 1) / (2 * 2 * 72 * 2);
+      c.tokens = (StreamThreshold::kBytes + 2 * 2 * 72 * 2 - 1) / (2 * 2 * 72 * 2);
       Inputs s = Make(c, rng);
       AppendUnrotated(c, s);
       int differ = 0;
