@@ -16,6 +16,7 @@ namespace posenc::llama {
 namespace {
 
 using detail::kMaxRerotationRowBytes;
+using detail::kPartNames;
 using detail::kRopeTaskTokens;
 using detail::MatMulArgs;
 using enum detail::Part;
@@ -29,10 +30,6 @@ void rmsnorm(float* out, const float* x, const float* w, std::int64_t n) {
   const float scale = 1.0f / std::sqrt(ss / static_cast<float>(n) + kRmsNormEps);
   for (std::int64_t i = 0; i < n; ++i) out[i] = w[i] * (scale * x[i]);
 }
-
-// The names of the profile's parts (POSENC_PROFILE, session_state.h), in detail::Part's order.
-constexpr const char* kPartNames[kParts] = {"qkv", "rope",   "attention",
-                                            "ffn", "logits", "rerotate"};
 
 }  // namespace
 

@@ -82,6 +82,8 @@ inline constexpr std::int64_t kMaxRerotationRowBytes = std::int64_t{64} << 20;
 // run by groups (layer_by_groups) counts as attention, its RoPE and re-rotation included;
 // `rerotate` then holds the making of the re-rotation's rows.
 enum Part { kQkv, kRope, kAttention, kFfn, kLogits, kRerotate, kParts };
+inline constexpr const char* kPartNames[kParts] = {"qkv", "rope",   "attention",
+                                                   "ffn", "logits", "rerotate"};
 
 inline double process_cpu_seconds() {
   timespec ts{};
