@@ -43,14 +43,24 @@ def commit():
 
 
 def cpu_model():
+    """The CPU's name with its family and model numbers: a guest's name alone ("AMD EPYC") does
+    not tell a Zen 4 (family 25) from a Zen 5 (family 26)."""
+    fields = {}
     try:
         with open("/proc/cpuinfo", encoding="ascii", errors="replace") as f:
             for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
+                key, _, value = line.partition(":")
+                key = key.strip()
+                if key in ("model name", "cpu family", "model") and key not in fields:
+                    fields[key] = value.strip()
+                if not line.strip() and fields:
+                    break  # the first processor's block is enough
     except OSError:
         pass
-    return platform.processor() or "unknown"
+    name = fields.get("model name") or platform.processor() or "unknown"
+    if "cpu family" in fields and "model" in fields:
+        name += f" (CPU family {fields['cpu family']}, model {fields['model']})"
+    return name
 
 
 def fmt_time(seconds):
