@@ -96,6 +96,41 @@ TEST(KvCache, Bf16KeyIntoFp8WholeTokenInPlaceAndBeyondTheBuffer) {
   });
 }
 
+// bf16 k into a bf16 cache, every dim rotated, heads packed in k and in the cache cell, no
+// streaming stores: with AVX-512 BF16 on (AVX3_BF16) the kernel rotates a token's heads with
+// apply_rope's kernel straight into the cache cell, or into k first when it is rotated in place
+// (kv_cache-inl.h, AppendBf16KByToken). head_dim 64, 128 and 256 take the AVX-512 BF16 kernel,
+// 96 and the interleaved layout apply_rope's Highway kernel; HND pages (heads a page apart) and
+// a packed qkv row take the other paths; positions past the table take on-the-fly rows.
+TEST(KvCache, Bf16KeyIntoBf16CacheByTokenInPlaceAndPacked) {
+  std::mt19937 rng(23);
+  posenc_test::ForEachTarget([&](const std::string& target) {
+    for (KvCacheLayout layout : kLayouts) {
+      for (Layout rope : {Layout::kHalfSplit, Layout::kInterleaved}) {
+        for (std::int64_t head_dim : {64, 96, 128, 256}) {
+          for (bool in_place : {false, true}) {
+            for (bool packed : {false, true}) {
+              Case c;
+              c.spec = posenc::testing::Spec(head_dim, head_dim, 0, rope);
+              c.dtype = c.v_dtype = DType::kBF16;
+              c.cache_dtype = CacheDType::kBF16;
+              c.layout = layout;
+              c.tokens = 6;
+              c.q_heads = 8;
+              c.kv_heads = 4;
+              c.k_in_place = in_place;
+              c.packed = packed;
+              CheckCase(c, rng,
+                        target + " " + Name(c) + (in_place ? " k in place" : "") +
+                            (packed ? " packed" : ""));
+            }
+          }
+        }
+      }
+    }
+  });
+}
+
 // Partial rotary: dims 6..21 of 40 (rows shorter than the kernels' two-vector bodies) and dims
 // 4..67 of 72 (32 pairs: the two-vector bodies run, on AVX-512 bf16 k into an fp8 cache with a
 // power-of-two scale through StoreBf16AsFp8, k in place too).
