@@ -537,6 +537,26 @@ HWY_INLINE bool AppendKFixed(Tag tag, const TokenKv& t) {
 #endif
 
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
+// A token's bf16 keys, heads packed (k_head_stride == head_dim) and every dim rotated, rotated by
+// rotate_token_heads, apply_rope's own kernel (AVX-512 BF16's rounding and rows in registers
+// where it has them), into `out` (k itself, a buffer, or a cache cell of packed heads).
+HWY_INLINE void RotatePackedBf16Keys(const TokenKv& t, void* out) {
+  TokenHeads th;
+  th.in = t.k;
+  th.out = out;
+  th.dtype = DType::kBF16;
+  th.heads = t.heads;
+  th.head_stride = t.head_dim;
+  th.head_dim = t.head_dim;
+  th.offset = 0;
+  th.pairs = t.pairs;
+  th.layout = t.layout;
+  th.copy_rest = false;  // every dim is rotated
+  th.c = t.c;
+  th.s = t.s;
+  rotate_token_heads(th);
+}
+
 // bf16 k into an fp8 cache with a power-of-two scale (StoreBf16AsFp8), every dim rotated, heads
 // packed: the token's heads rotated by rotate_token_heads, apply_rope's own kernel (AVX-512 BF16's
 // rounding and rows in registers where it has them), into k itself when it is rotated in place
@@ -557,21 +577,9 @@ HWY_INLINE bool AppendBf16KAsFp8ByToken(const TokenKv& t) {
     return false;
   }
   alignas(64) std::uint16_t words[kMaxWords];
-  TokenHeads th;
-  th.in = t.k;
-  th.out = t.k_back ? t.k_back : words;
-  th.dtype = DType::kBF16;
-  th.heads = t.heads;
-  th.head_stride = t.head_dim;
-  th.head_dim = t.head_dim;
-  th.offset = 0;
-  th.pairs = t.pairs;
-  th.layout = t.layout;
-  th.copy_rest = false;  // every dim is rotated
-  th.c = t.c;
-  th.s = t.s;
-  rotate_token_heads(th);
-  const auto* rotated = static_cast<const std::uint16_t*>(th.out);
+  void* rotated_to = t.k_back ? t.k_back : words;
+  RotatePackedBf16Keys(t, rotated_to);
+  const auto* rotated = static_cast<const std::uint16_t*>(rotated_to);
   auto* out = static_cast<std::uint8_t*>(t.k_cache);
   for (std::int64_t h = 0; h < t.heads; ++h) {
     std::uint8_t* cache_row = out + h * t.cache_head_stride;
@@ -603,20 +611,7 @@ HWY_INLINE bool AppendBf16KByToken(const TokenKv& t) {
       t.cache_head_stride != t.head_dim) {
     return false;
   }
-  TokenHeads th;
-  th.in = t.k;
-  th.out = t.k_back ? t.k_back : t.k_cache;
-  th.dtype = DType::kBF16;
-  th.heads = t.heads;
-  th.head_stride = t.head_dim;
-  th.head_dim = t.head_dim;
-  th.offset = 0;
-  th.pairs = t.pairs;
-  th.layout = t.layout;
-  th.copy_rest = false;  // every dim is rotated
-  th.c = t.c;
-  th.s = t.s;
-  rotate_token_heads(th);
+  RotatePackedBf16Keys(t, t.k_back ? t.k_back : t.k_cache);
   if (t.k_back) {
     std::memcpy(t.k_cache, t.k_back,
                 static_cast<std::size_t>(t.heads * t.head_dim) * sizeof(std::uint16_t));
