@@ -100,8 +100,9 @@ TEST(KvCache, Bf16KeyIntoFp8WholeTokenInPlaceAndBeyondTheBuffer) {
 // streaming stores: with AVX-512 BF16 on (AVX3_BF16) the kernel rotates a token's heads with
 // apply_rope's kernel straight into the cache cell, or into k first when it is rotated in place
 // (kv_cache-inl.h, AppendBf16KByToken). head_dim 64, 128 and 256 take the AVX-512 BF16 kernel,
-// 96 and the interleaved layout apply_rope's Highway kernel; HND pages (heads a page apart) and
-// a packed qkv row take the other paths; positions past the table take on-the-fly rows.
+// 96 and the interleaved layout apply_rope's Highway kernel; a packed qkv row (k's heads still
+// packed) takes it too, HND pages (heads a page apart) the per-head path; positions past the table
+// take on-the-fly rows.
 TEST(KvCache, Bf16KeyIntoBf16CacheByTokenInPlaceAndPacked) {
   std::mt19937 rng(23);
   posenc_test::ForEachTarget([&](const std::string& target) {

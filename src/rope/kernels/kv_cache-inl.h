@@ -31,6 +31,7 @@
 #include <type_traits>
 
 #include "rope/kernels/avx512_bf16.h"
+#include "rope/kernels/fp8-inl.h"
 #include "rope/kernels/half-inl.h"
 #include "rope/kernels/kv_cache_kernel.h"
 #include "rope/kernels/rotate-inl.h"
@@ -40,110 +41,6 @@ HWY_BEFORE_NAMESPACE();
 namespace posenc::detail {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
-
-// float32 -> E4M3: saturate |x| to 448 (infinities too), keep NaN (0x7F), round to nearest even:
-// below 2^-6 by adding 2^14 (its float32 ulp is 2^-9, the E4M3 subnormal step) and letting the FPU
-// round; above by torch's fp8e4m3fn_from_fp32_value (re-bias by (7 - 127) << 23, round on the
-// 20 dropped bits).
-template <class D>
-HWY_INLINE void StoreFp8(D d, hn::Vec<D> v, std::uint8_t* p) {
-  const hn::RebindToUnsigned<D> du;
-  const hn::RebindToSigned<D> di;
-  const hn::Rebind<std::uint8_t, D> du8;
-  const auto bits = hn::BitCast(du, v);
-  const auto sign = hn::ShiftRight<24>(hn::And(bits, hn::Set(du, 0x80000000u)));
-  const auto abs_bits = hn::And(bits, hn::Set(du, 0x7FFFFFFFu));
-  const auto ai = hn::BitCast(di, abs_bits);  // non-negative: signed compares are safe
-  const auto is_nan = hn::RebindMask(du, hn::Gt(ai, hn::Set(di, 0x7F800000)));
-  // Saturate with one float min (NaN lanes get 448 on x86, anything elsewhere: replaced below).
-  const auto a = hn::BitCast(du, hn::Min(hn::BitCast(d, abs_bits), hn::Set(d, 448.0f)));
-  const auto small = hn::Sub(hn::BitCast(du, hn::Add(hn::BitCast(d, a), hn::Set(d, 16384.0f))),
-                             hn::Set(du, 141u << 23));
-  const auto odd = hn::And(hn::ShiftRight<20>(a), hn::Set(du, 1u));
-  const auto normal = hn::ShiftRight<20>(hn::Add(hn::Add(a, hn::Set(du, 0xC407FFFFu)), odd));
-  auto mag = hn::IfThenElse(hn::RebindMask(du, hn::Lt(hn::BitCast(di, a), hn::Set(di, 121 << 23))),
-                            small, normal);
-  mag = hn::IfThenElse(is_nan, hn::Set(du, 0x7Fu), mag);
-  hn::StoreU(hn::DemoteTo(du8, hn::BitCast(di, hn::Or(mag, sign))), du8, p);
-}
-
-#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
-// bf16 into an fp8 cache whose scale is a power of two, 2^-s with |s| <= kMaxBf16Fp8Shift, on
-// AVX-512 (variable 16-bit shifts): the value v * 2^s of each bf16 rounded to E4M3 in 16-bit
-// lanes, 32 at a time, without widening to float32 (StoreFp8 takes about 15 operations per 16
-// lanes; this about 28 per 32). The same bits as StoreFp8 of the float32 product v * 2^s: where
-// that product is inexact it under- or overflows float32, and both then round to 0 or saturate
-// to 448; elsewhere both round the same real number to nearest even:
-//   a = |x| bits (exponent E, 7 mantissa bits); the E4M3 exponent is E - 120 + s.
-//   normal (E - 120 + s >= 1): round a to 3 mantissa bits (+7 + the kept lsb, >> 4; a carry
-//     bumps the exponent), re-bias by (120 - s) << 3, saturate at 0x7E (448; infinities too);
-//   subnormal: the significand M = 1.m in 8 bits shifted right by k = 125 - s - E >= 5 with
-//     round to nearest even (k clamped to 15: M < 2^8 shifted by 15 or more rounds to 0, as does
-//     a bf16 zero or subnormal, whose wrong implicit bit cannot matter for s <= 109);
-//   NaN: 0x7F; the sign bit on top of all of it.
-inline constexpr int kMaxBf16Fp8Shift = 100;
-
-// s where inv = 2^s exactly and |s| <= kMaxBf16Fp8Shift; false otherwise (the float path).
-// From the bits (a libm frexp per head was 2% of a 64-token decode): a positive normal power
-// of two has no mantissa bits; subnormal ones are below 2^-126, outside the range anyway.
-inline bool Bf16Fp8Shift(float inv, int& s) {
-  const auto bits = std::bit_cast<std::uint32_t>(inv);
-  const auto exponent = static_cast<int>(bits >> 23);  // the sign bit makes it > 255
-  if ((bits & 0x7FFFFFu) != 0 || exponent < 1 || exponent > 254) return false;
-  s = exponent - 127;
-  return s >= -kMaxBf16Fp8Shift && s <= kMaxBf16Fp8Shift;
-}
-
-// 32 bf16 words (one AVX-512 vector) -> 32 E4M3 bytes at p; with kStream a streaming store, p
-// aligned to 32 bytes.
-template <bool kStream = false>
-HWY_INLINE void StoreBf16AsFp8(hn::Vec<hn::ScalableTag<std::uint16_t>> x, int s, std::uint8_t* p) {
-  const hn::ScalableTag<std::uint16_t> du;
-  const hn::ScalableTag<std::int16_t> di;
-  const hn::Rebind<std::uint8_t, decltype(du)> d8;
-  const auto a = hn::And(x, hn::Set(du, 0x7FFF));
-  const auto sign = hn::And(hn::ShiftRight<8>(x), hn::Set(du, 0x80));
-  const auto exponent = hn::BitCast(di, hn::ShiftRight<7>(a));
-  const auto lsb = hn::And(hn::ShiftRight<4>(a), hn::Set(du, 1));
-  const auto rounded = hn::ShiftRight<4>(hn::Add(hn::Add(a, hn::Set(du, 7)), lsb));
-  const auto normal = hn::Min(
-      hn::Sub(hn::BitCast(di, rounded), hn::Set(di, static_cast<std::int16_t>((120 - s) * 8))),
-      hn::Set(di, 0x7E));
-  const auto is_normal = hn::Gt(exponent, hn::Set(di, static_cast<std::int16_t>(120 - s)));
-  const auto nan = hn::Gt(hn::BitCast(di, a), hn::Set(di, 0x7F80));
-  if (hn::AllTrue(di, is_normal)) {
-    // No lane below E4M3's normal range (infinities and NaNs are above it): the subnormal rounding
-    // below, most of the operations, is skipped; the normal lanes' bits are the same either way.
-    // Values a cache holds are seldom that small (below 2^-6 times the scale: for uniform values
-    // in [-1, 1) at scale 1/64, one vector of 32 in about 130; zeros take the long way). In one
-    // process on Zen 5, medians of 21, this path on and off: Llama 2 7B prefill into fp8
-    // 7.72 -> 7.04 ms, Llama 3 8B 2.63 -> 2.46 ms, the 64-token decodes about 10% faster.
-    const auto fast = hn::IfThenElse(nan, hn::Set(di, 0x7F), normal);
-    const auto bytes = hn::TruncateTo(d8, hn::Or(hn::BitCast(du, fast), sign));
-    if constexpr (kStream) {
-      hn::Stream(bytes, d8, p);
-    } else {
-      hn::StoreU(bytes, d8, p);
-    }
-    return;
-  }
-  const auto m = hn::Or(hn::And(a, hn::Set(du, 0x7F)), hn::Set(du, 0x80));
-  const auto k = hn::BitCast(
-      du, hn::Min(hn::Max(hn::Sub(hn::Set(di, static_cast<std::int16_t>(125 - s)), exponent),
-                          hn::Set(di, 1)),
-                  hn::Set(di, 15)));
-  const auto half = hn::Sub(hn::Shl(hn::Set(du, 1), hn::Sub(k, hn::Set(du, 1))), hn::Set(du, 1));
-  const auto sub = hn::Shr(hn::Add(hn::Add(m, half), hn::And(hn::Shr(m, k), hn::Set(du, 1))), k);
-  auto mag = hn::IfThenElse(hn::RebindMask(du, is_normal), hn::BitCast(du, normal), sub);
-  mag = hn::IfThenElse(hn::RebindMask(du, nan), hn::Set(du, 0x7F), mag);
-  const auto bytes = hn::TruncateTo(d8, hn::Or(mag, sign));
-  if constexpr (kStream) {
-    hn::Stream(bytes, d8, p);
-  } else {
-    hn::StoreU(bytes, d8, p);
-  }
-}
-#endif
 
 template <class Tag, class D>
 HWY_INLINE void StoreCache(Tag tag, D d, hn::Vec<D> v, typename Tag::Storage* p, CacheScale) {

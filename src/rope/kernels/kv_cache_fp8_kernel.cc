@@ -1,5 +1,5 @@
 // The fused RoPE + KV-cache kernel (kv_cache_kernel.h) for fp8 E4M3 caches, compiled once per
-// SIMD target; its code is kv_cache-inl.h's (StoreFp8 and the scale there). A translation unit
+// SIMD target; its code is kv_cache-inl.h's (the scale there; the E4M3 rounding in fp8-inl.h). A translation unit
 // of its own so that its instantiations (three input dtypes into fp8) compile beside the other
 // caches' instead of after them.
 // foreach_target.h re-includes this file once per target: the order of these lines is Highway's.
