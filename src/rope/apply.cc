@@ -3,9 +3,11 @@
 #include "posenc/rope/apply.h"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <functional>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -42,9 +44,11 @@ struct Pass {
 
 namespace detail {
 
-void check_rope_view(const TensorView& v, const std::string& name, std::int64_t tokens,
-                     const RopeSpec& spec, const std::string& who) {
-  auto fail = [&](const std::string& what) { throw Error(who + ": " + name + ": " + what); };
+void check_rope_view(const TensorView& v, std::string_view name, std::int64_t tokens,
+                     const RopeSpec& spec, std::string_view who) {
+  auto fail = [&](const std::string& what) {
+    throw Error(std::string(who) + ": " + std::string(name) + ": " + what);
+  };
   if (v.tokens != tokens)
     fail("tokens (" + str(v.tokens) + ") must equal the number of positions (" + str(tokens) + ")");
   if (v.heads <= 0) fail("heads (" + str(v.heads) + ") must be positive");
@@ -79,7 +83,7 @@ void check_rope_view(const TensorView& v, const std::string& name, std::int64_t 
 
 namespace {
 
-void check_view(const TensorView& v, const std::string& name, std::int64_t tokens,
+void check_view(const TensorView& v, std::string_view name, std::int64_t tokens,
                 const RopeSpec& spec) {
   detail::check_rope_view(v, name, tokens, spec, "apply_rope");
 }
@@ -133,7 +137,7 @@ detail::TokenHeads pass_heads(const Pass& p, const RopeSpec& spec, std::int64_t 
 }
 
 // Rotates every pass over all tokens with rows from `row`, on up to `threads` threads.
-int run(const RopeSpec& spec, const std::vector<Pass>& passes, std::int64_t tokens,
+int run(const RopeSpec& spec, std::span<const Pass> passes, std::int64_t tokens,
         Direction direction, int threads, const RowFn& row, const detail::RowBlockFn& row_block,
         std::string_view who) {
   detail::ensure_simd_target_from_env();
@@ -236,13 +240,13 @@ int run(const RopeSpec& spec, const std::vector<Pass>& passes, std::int64_t toke
 namespace detail {
 
 std::int64_t rope_token_count(const RopeSpec& spec, const Positions& positions,
-                              std::int64_t view_tokens, const std::string& who,
-                              const std::string& view) {
+                              std::int64_t view_tokens, std::string_view who,
+                              std::string_view view) {
   const std::int64_t axes = axis_count(spec);
   const std::int64_t count = position_count(positions);
   if (axes == 1) return count;
   if (axes < 1 || axes > kMaxAxes) {
-    throw Error(who + ": the spec's axis map reads " + str(axes) + " axes; at most " +
+    throw Error(std::string(who) + ": the spec's axis map reads " + str(axes) + " axes; at most " +
                 str(kMaxAxes) + " are supported");
   }
   if (count != axes * view_tokens) {
@@ -251,11 +255,11 @@ std::int64_t rope_token_count(const RopeSpec& spec, const Positions& positions,
       got += " = [" + str(count / view_tokens) + ", " + str(view_tokens) + "] (" +
              str(count / view_tokens) + " axes)";
     }
-    throw Error(who + ": positions must be [axes, tokens] = [" + str(axes) + ", " +
+    throw Error(std::string(who) + ": positions must be [axes, tokens] = [" + str(axes) + ", " +
                 str(view_tokens) + "] (" + str(axes * view_tokens) + " entries, axis-major) for " +
                 "the spec's " + str(axes) + "-axis map (" +
-                std::string(axis_rule_name(spec.axis_map.rule)) + ") and " + view + "'s " +
-                str(view_tokens) + " tokens; got " + got);
+                std::string(axis_rule_name(spec.axis_map.rule)) + ") and " + std::string(view) +
+                "'s " + str(view_tokens) + " tokens; got " + got);
   }
   return view_tokens;
 }
@@ -265,7 +269,7 @@ std::int64_t rope_token_count(const RopeSpec& spec, const Positions& positions,
 namespace {
 
 std::int64_t token_count(const RopeSpec& spec, const Positions& positions, std::int64_t view_tokens,
-                         const std::string& who, const std::string& view) {
+                         std::string_view who, std::string_view view) {
   return detail::rope_token_count(spec, positions, view_tokens, who, view);
 }
 
@@ -279,12 +283,12 @@ void axis_positions(const Positions& positions, std::int64_t axes, std::int64_t 
 
 namespace detail {
 
-void check_rope_table(const Frequencies& freqs, const CosSinTable* table, const std::string& who) {
+void check_rope_table(const Frequencies& freqs, const CosSinTable* table, std::string_view who) {
   if (table &&
       (table->pairs() != freqs.pair_count() || table->frequencies().inv_freq != freqs.inv_freq ||
        table->frequencies().attention_factor != freqs.attention_factor ||
        table->frequencies().numerics != freqs.numerics)) {
-    throw Error(who + ": table was built from other frequencies than the ones given");
+    throw Error(std::string(who) + ": table was built from other frequencies than the ones given");
   }
 }
 
@@ -443,14 +447,17 @@ int apply_rope(const Frequencies& freqs, const RopeArgs& args) {
   const RopeSpec& spec = freqs.spec;
   const std::int64_t tokens = token_count(spec, args.positions, args.q.tokens, "apply_rope", "q");
   check_view(args.q, "q", tokens, spec);
-  std::vector<Pass> passes;
+  // q, and k when given: no vector (a decode step's call is short enough for its allocation
+  // to count).
+  std::array<Pass, 2> passes;
+  std::size_t pass_count = 0;
   const TensorView* q_out = &args.q;
   if (args.q_out) {
     check_out(args.q, *args.q_out, "q_out");
     check_view(*args.q_out, "q_out", tokens, spec);
     q_out = &*args.q_out;
   }
-  passes.push_back({&args.q, q_out});
+  passes[pass_count++] = {&args.q, q_out};
   if (args.k) {
     check_view(*args.k, "k", tokens, spec);
     const TensorView* k_out = &*args.k;
@@ -459,14 +466,15 @@ int apply_rope(const Frequencies& freqs, const RopeArgs& args) {
       check_view(*args.k_out, "k_out", tokens, spec);
       k_out = &*args.k_out;
     }
-    passes.push_back({&*args.k, k_out});
+    passes[pass_count++] = {&*args.k, k_out};
   } else if (args.k_out) {
     throw Error("apply_rope: k_out is set but k is not");
   }
   detail::check_rope_table(freqs, args.table, "apply_rope");
   const RowFn row = detail::cos_sin_rows(freqs, args.positions, tokens, args.table);
   const detail::RowBlockFn row_block = detail::cos_sin_row_block(freqs, args.positions, args.table);
-  return run(spec, passes, tokens, args.direction, args.threads, row, row_block, "apply_rope");
+  return run(spec, std::span<const Pass>(passes.data(), pass_count), tokens, args.direction,
+             args.threads, row, row_block, "apply_rope");
 }
 
 void rerotate_keys(const Frequencies& from, const Frequencies& to, const TensorView& k,
@@ -531,7 +539,9 @@ void rerotate_keys(const Frequencies& from, const Frequencies& to, const TensorV
       return detail::Row{c, s};
     };
   }
-  run(a, {Pass{&k, &k}}, tokens, Direction::kForward, threads, row, row_block, "rerotate_keys");
+  const Pass pass{&k, &k};
+  run(a, std::span<const Pass>(&pass, 1), tokens, Direction::kForward, threads, row, row_block,
+      "rerotate_keys");
 }
 
 }  // namespace posenc

@@ -6,6 +6,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -23,17 +24,17 @@ using Row = std::pair<const float*, const float*>;
 using RowFn = std::function<Row(std::int64_t token, float* c, float* s)>;
 
 // `who: name: ...` errors when v does not fit `tokens` and the spec, or its strides overlap.
-void check_rope_view(const TensorView& v, const std::string& name, std::int64_t tokens,
-                     const RopeSpec& spec, const std::string& who);
+void check_rope_view(const TensorView& v, std::string_view name, std::int64_t tokens,
+                     const RopeSpec& spec, std::string_view who);
 
 // Tokens of a call: one position per token for one axis; [axes, tokens] for a multi-axis spec,
 // whose token count comes from the tensor (`view_tokens`, the view named `view`).
 std::int64_t rope_token_count(const RopeSpec& spec, const Positions& positions,
-                              std::int64_t view_tokens, const std::string& who,
-                              const std::string& view);
+                              std::int64_t view_tokens, std::string_view who,
+                              std::string_view view);
 
 // Throws when `table` (if any) was built from other frequencies.
-void check_rope_table(const Frequencies& freqs, const CosSinTable* table, const std::string& who);
+void check_rope_table(const Frequencies& freqs, const CosSinTable* table, std::string_view who);
 
 // Rows from the table where every position of the token is inside it, else computed on the fly
 // (the multi-axis gather of apply.h). Keeps references to freqs and table, copies the rest.
