@@ -478,6 +478,10 @@ HWY_INLINE bool AppendBf16KAsFp8ByToken(const TokenKv& t) {
   RotatePackedBf16Keys(t, rotated_to);
   const auto* rotated = static_cast<const std::uint16_t*>(rotated_to);
   auto* out = static_cast<std::uint8_t*>(t.k_cache);
+  if (!t.stream_cache && t.cache_head_stride == t.head_dim) {  // one cell of packed heads
+    ConvertCopy(BF16Tag(), Fp8Tag(), rotated, out, t.heads * t.head_dim, ks);
+    return true;
+  }
   for (std::int64_t h = 0; h < t.heads; ++h) {
     std::uint8_t* cache_row = out + h * t.cache_head_stride;
     if (StreamBf16AsFp8Row<BF16Tag, Fp8Tag>(t, rotated + h * t.head_dim, cache_row, ks)) continue;
@@ -566,6 +570,13 @@ HWY_INLINE void AppendV(VTag vtag, CTag ctag, const TokenKv& t) {
   const auto* in = static_cast<const typename VTag::Storage*>(t.v);
   auto* out = static_cast<typename CTag::Storage*>(t.v_cache);
   const CacheScale vs{t.v_scale, t.v_inv_scale};
+  if (!t.stream_cache && t.v_head_stride == t.head_dim && t.cache_head_stride == t.head_dim) {
+    // Heads packed in v and in the cache cell (vLLM's layout, FlashInfer's NHD): the token's row
+    // in one call, not one per head (ConvertCopy's set-up, a memcpy's, per head of 128).
+    prefetch_ahead(in, t.heads * t.head_dim);
+    ConvertCopy(vtag, ctag, in, out, t.heads * t.head_dim, vs);
+    return;
+  }
   for (std::int64_t h = 0; h < t.heads; ++h) {
     const auto* hin = in + h * t.v_head_stride;
     prefetch_ahead(hin, t.head_dim);
