@@ -116,11 +116,14 @@ int run_chunks(std::int64_t tasks, int threads, const Body& body) {
   return used;
 }
 
-// Heads [h0, h1) of token t of pass p, for the kernel (rotate.h); c and s are the caller's.
-detail::TokenHeads pass_heads(const Pass& p, const RopeSpec& spec, std::int64_t n, std::int64_t t,
-                              std::int64_t h0, std::int64_t h1) {
+// Heads [h0, h1) of token t of pass p, for the kernel (rotate.h), written into `th` in place; c
+// and s are the caller's. In place, not returned: GCC built the returned struct on the stack with
+// 8-byte stores and copied it into the TokenBlock with 16-byte loads, each of which waited for
+// the stores it spanned (no store-to-load forwarding from two stores): about a fifth of a
+// one-token call.
+void set_pass_heads(detail::TokenHeads& th, const Pass& p, const RopeSpec& spec, std::int64_t n,
+                    std::int64_t t, std::int64_t h0, std::int64_t h1) {
   const auto es = static_cast<std::int64_t>(dtype_size(p.in->dtype));
-  detail::TokenHeads th;
   th.in =
       static_cast<const char*>(p.in->data) + (t * p.in->token_stride + h0 * p.in->head_stride) * es;
   th.out =
@@ -133,7 +136,6 @@ detail::TokenHeads pass_heads(const Pass& p, const RopeSpec& spec, std::int64_t 
   th.pairs = n;
   th.layout = spec.layout;
   th.copy_rest = !same_memory(*p.in, *p.out);
-  return th;
 }
 
 // Rotates every pass over all tokens with rows from `row`, on up to `threads` threads.
@@ -187,7 +189,7 @@ int run(const RopeSpec& spec, std::span<const Pass> passes, std::int64_t tokens,
         }
         for (const Pass& p : passes) {
           detail::TokenBlock b;
-          b.heads = pass_heads(p, spec, n, t0, 0, p.in->heads);
+          set_pass_heads(b.heads, p, spec, n, t0, 0, p.in->heads);
           b.tokens = count;
           b.in_token_stride = p.in->token_stride;
           b.out_token_stride = p.out->token_stride;
@@ -214,7 +216,8 @@ int run(const RopeSpec& spec, std::span<const Pass> passes, std::int64_t tokens,
         const std::int64_t h0 = p.in->heads * part / splits, h1 = p.in->heads * (part + 1) / splits;
         if (h0 == h1) continue;
         const auto es = static_cast<std::int64_t>(dtype_size(p.in->dtype));
-        detail::TokenHeads th = pass_heads(p, spec, n, t, h0, h1);
+        detail::TokenHeads th;
+        set_pass_heads(th, p, spec, n, t, h0, h1);
         th.c = rc;
         th.s = rs;
         if (th.copy_rest && p.out->head_stride != p.in->head_stride) {
@@ -340,6 +343,32 @@ RowFn cos_sin_rows(const Frequencies& freqs, const Positions& positions, std::in
   const auto n = static_cast<std::size_t>(freqs.pair_count());
   const std::int64_t axes = axis_count(spec);
   const AxisMap& map = spec.axis_map;
+  // Rows computed here: `precise` ones by each thread's CosSinStepper (thread_stepper), the other
+  // numerics by cos_sin_row_f32. Both give the same bits.
+  const std::uint64_t call = new_row_call();
+  const bool step = CosSinStepper::applies(freqs);
+  auto computed = [&freqs, call, step, n](std::span<const std::int64_t> ap, float* c, float* s) {
+    if (!step) {
+      if (ap.size() == 1) {
+        cos_sin_row_f32(freqs, ap[0], {c, n}, {s, n});
+      } else {
+        cos_sin_row_f32(freqs, ap, {c, n}, {s, n});
+      }
+      return;
+    }
+    thread_stepper(freqs, call).row(ap, c, s);
+  };
+  if (axes == 1) {
+    // One axis: the table's row is read in place, nothing to gather (and no run vectors to build
+    // and copy into the closure, which a decode step's call is short enough to notice).
+    return [positions, table, computed](std::int64_t t, float* c, float* s) {
+      const std::int64_t p = position_at(positions, t);
+      if (table && p >= 0 && p < table->positions())
+        return detail::Row{table->cos_row(p).data(), table->sin_row(p).data()};
+      computed(std::span<const std::int64_t>(&p, 1), c, s);
+      return detail::Row{c, s};
+    };
+  }
   // Multi-axis rows gather slot i from the table row of its axis' position; the hf numerics of a
   // rule that takes cos over gathered angles has no such row, so it computes them.
   const bool gather_table = table && !gathers_angles(freqs);
@@ -368,21 +397,6 @@ RowFn cos_sin_rows(const Frequencies& freqs, const Positions& positions, std::in
       it->end = r.end;
     }
   }
-  // Rows computed here: `precise` ones by each thread's CosSinStepper (thread_stepper), the other
-  // numerics by cos_sin_row_f32. Both give the same bits.
-  const std::uint64_t call = new_row_call();
-  const bool step = CosSinStepper::applies(freqs);
-  auto computed = [&freqs, call, step, n](std::span<const std::int64_t> ap, float* c, float* s) {
-    if (!step) {
-      if (ap.size() == 1) {
-        cos_sin_row_f32(freqs, ap[0], {c, n}, {s, n});
-      } else {
-        cos_sin_row_f32(freqs, ap, {c, n}, {s, n});
-      }
-      return;
-    }
-    thread_stepper(freqs, call).row(ap, c, s);
-  };
   // Prefetches the table's entries [begin, end) of token u's row on `axis`, when u is a token
   // and its position is in the table, for the multi-axis gather below: without it each token
   // waited on its rows' lines (in a profile of M-RoPE f16 with a table, the gather's stores, which
@@ -403,13 +417,6 @@ RowFn cos_sin_rows(const Frequencies& freqs, const Positions& positions, std::in
   };
   return [positions, tokens, table, axes, gather_table, runs, spans, computed, prefetch_table_rows](
              std::int64_t t, float* c, float* s) {
-    if (axes == 1) {
-      const std::int64_t p = position_at(positions, t);
-      if (table && p >= 0 && p < table->positions())
-        return detail::Row{table->cos_row(p).data(), table->sin_row(p).data()};
-      computed(std::span<const std::int64_t>(&p, 1), c, s);
-      return detail::Row{c, s};
-    }
     std::int64_t ap[kMaxAxes];
     axis_positions(positions, axes, tokens, t, ap);
     bool inside = gather_table;
