@@ -30,7 +30,7 @@ constexpr std::int64_t kMaxAxes = 4;
 // Work below this many rotated elements runs on the calling thread: waking a worker costs a few
 // microseconds, more than rotating a decode token (32 heads x 128 dims is ~1 us of memory traffic).
 constexpr std::int64_t kMinParallelElements = std::int64_t{1} << 16;
-// How many tokens ahead cos_sin_rows prefetches the table rows a multi-axis gather will read.
+// How many tokens ahead CosSinRows prefetches the table rows a multi-axis gather will read.
 constexpr std::int64_t kRowPrefetchTokens = 8;
 
 std::string str(std::int64_t v) { return std::to_string(v); }
@@ -337,115 +337,114 @@ RowBlockFn cos_sin_row_block(const Frequencies& freqs, const Positions& position
   };
 }
 
-RowFn cos_sin_rows(const Frequencies& freqs, const Positions& positions, std::int64_t tokens,
-                   const CosSinTable* table) {
-  const RopeSpec& spec = freqs.spec;
-  const auto n = static_cast<std::size_t>(freqs.pair_count());
-  const std::int64_t axes = axis_count(spec);
-  const AxisMap& map = spec.axis_map;
-  // Rows computed here: `precise` ones by each thread's CosSinStepper (thread_stepper), the other
-  // numerics by cos_sin_row_f32. Both give the same bits.
-  const std::uint64_t call = new_row_call();
-  const bool step = CosSinStepper::applies(freqs);
-  auto computed = [&freqs, call, step, n](std::span<const std::int64_t> ap, float* c, float* s) {
-    if (!step) {
-      if (ap.size() == 1) {
-        cos_sin_row_f32(freqs, ap[0], {c, n}, {s, n});
-      } else {
-        cos_sin_row_f32(freqs, ap, {c, n}, {s, n});
-      }
-      return;
-    }
-    thread_stepper(freqs, call).row(ap, c, s);
-  };
-  if (axes == 1) {
-    // One axis: the table's row is read in place, nothing to gather (and no run vectors to build
-    // and copy into the closure, which a decode step's call is short enough to notice).
-    return [positions, table, computed](std::int64_t t, float* c, float* s) {
-      const std::int64_t p = position_at(positions, t);
-      if (table && p >= 0 && p < table->positions())
-        return detail::Row{table->cos_row(p).data(), table->sin_row(p).data()};
-      computed(std::span<const std::int64_t>(&p, 1), c, s);
-      return detail::Row{c, s};
-    };
-  }
-  // Multi-axis rows gather slot i from the table row of its axis' position; the hf numerics of a
-  // rule that takes cos over gathered angles has no such row, so it computes them.
-  const bool gather_table = table && !gathers_angles(freqs);
-  // The map as runs of consecutive slots on one axis: a contiguous map gathers in 3 copies.
-  struct Run {
-    std::size_t begin, end, axis;
-  };
-  std::vector<Run> runs;
+CosSinRows::CosSinRows(const Frequencies& freqs, const Positions& positions, std::int64_t tokens,
+                       const CosSinTable* table)
+    : freqs_(freqs),
+      positions_(positions),
+      tokens_(tokens),
+      table_(table),
+      axes_(axis_count(freqs.spec)),
+      n_(static_cast<std::size_t>(freqs.pair_count())),
+      step_(CosSinStepper::applies(freqs)),
+      // The hf numerics of a rule that takes cos over gathered angles has no table row to
+      // gather from, so it computes them.
+      gather_table_(table && !gathers_angles(freqs)) {
+  if (axes_ == 1) return;  // one axis: the table's row is read in place, nothing to gather
+  const AxisMap& map = freqs.spec.axis_map;
+  // A contiguous map gathers in 3 copies.
   for (std::size_t i = 0; i < map.slot_axis.size(); ++i) {
     const std::size_t a = map.slot_axis[i];
-    if (runs.empty() || runs.back().axis != a) {
-      runs.push_back({i, i + 1, a});
+    if (runs_.empty() || runs_.back().axis != a) {
+      runs_.push_back({i, i + 1, a});
     } else {
-      runs.back().end = i + 1;
+      runs_.back().end = i + 1;
     }
   }
-  // The slots each axis reads, first to last (one span per axis, whatever the runs: an
-  // interleaved map such as Qwen3-VL's has a run per slot), for the row prefetch below.
-  std::vector<Run> spans;
-  for (const Run& r : runs) {
+  // One span per axis, whatever the runs (an interleaved map such as Qwen3-VL's has a run per
+  // slot), for the row prefetch.
+  for (const Run& r : runs_) {
     auto it =
-        std::find_if(spans.begin(), spans.end(), [&](const Run& x) { return x.axis == r.axis; });
-    if (it == spans.end()) {
-      spans.push_back(r);
+        std::find_if(spans_.begin(), spans_.end(), [&](const Run& x) { return x.axis == r.axis; });
+    if (it == spans_.end()) {
+      spans_.push_back(r);
     } else {
       it->end = r.end;
     }
   }
-  // Prefetches the table's entries [begin, end) of token u's row on `axis`, when u is a token
-  // and its position is in the table, for the multi-axis gather below: without it each token
-  // waited on its rows' lines (in a profile of M-RoPE f16 with a table, the gather's stores, which
-  // wait on those loads, took 30% of apply_rope). On Zen 5, M-RoPE f16 with a table 1.07-1.12 ->
-  // 0.90-0.97 ms in five runs of six, bf16 1.11-1.20 -> 0.95-1.03 ms. One-axis rows, which the
-  // kernel reads in place, got slower with it (8 heads f16 186-195 -> 209-213 us): they go
-  // without.
-  auto prefetch_table_rows = [positions, tokens, table](std::int64_t u, std::size_t axis,
-                                                        std::int64_t begin, std::int64_t end) {
-    if (u >= tokens) return;
-    const std::int64_t p = position_at(positions, static_cast<std::int64_t>(axis) * tokens + u);
-    if (p < 0 || p >= table->positions()) return;
-    const auto bytes = static_cast<std::size_t>(end - begin) * sizeof(float);
-    detail::prefetch_range(reinterpret_cast<std::uintptr_t>(table->cos_row(p).data() + begin),
-                           bytes);
-    detail::prefetch_range(reinterpret_cast<std::uintptr_t>(table->sin_row(p).data() + begin),
-                           bytes);
-  };
-  return [positions, tokens, table, axes, gather_table, runs, spans, computed, prefetch_table_rows](
-             std::int64_t t, float* c, float* s) {
-    std::int64_t ap[kMaxAxes];
-    axis_positions(positions, axes, tokens, t, ap);
-    bool inside = gather_table;
-    for (std::int64_t a = 0; a < axes && inside; ++a)
-      inside = ap[a] >= 0 && ap[a] < table->positions();
-    if (!inside) {
-      computed(std::span<const std::int64_t>(ap, static_cast<std::size_t>(axes)), c, s);
-      return detail::Row{c, s};
+}
+
+// `precise` rows by each thread's CosSinStepper (thread_stepper), the other numerics by
+// cos_sin_row_f32. Both give the same bits.
+void CosSinRows::compute(std::span<const std::int64_t> ap, float* c, float* s) const {
+  if (!step_) {
+    if (ap.size() == 1) {
+      cos_sin_row_f32(freqs_, ap[0], {c, n_}, {s, n_});
+    } else {
+      cos_sin_row_f32(freqs_, ap, {c, n_}, {s, n_});
     }
-    const float* cr[kMaxAxes];
-    const float* sr[kMaxAxes];
-    for (std::int64_t a = 0; a < axes; ++a) {
-      cr[a] = table->cos_row(ap[a]).data();
-      sr[a] = table->sin_row(ap[a]).data();
+    return;
+  }
+  std::uint64_t call = call_.load(std::memory_order_relaxed);
+  if (call == 0) {
+    // Threads that race here may each draw an id; the first stored wins, the others are unused.
+    const std::uint64_t fresh = new_row_call();
+    call = call_.compare_exchange_strong(call, fresh, std::memory_order_relaxed) ? fresh : call;
+  }
+  thread_stepper(freqs_, call).row(ap, c, s);
+}
+
+// Prefetches the table's entries [begin, end) of token u's row on `axis`, when u is a token and
+// its position is in the table, for the multi-axis gather: without it each token waited on its
+// rows' lines (in a profile of M-RoPE f16 with a table, the gather's stores, which wait on those
+// loads, took 30% of apply_rope). On Zen 5, M-RoPE f16 with a table 1.07-1.12 -> 0.90-0.97 ms in
+// five runs of six, bf16 1.11-1.20 -> 0.95-1.03 ms. One-axis rows, which the kernel reads in
+// place, got slower with it (8 heads f16 186-195 -> 209-213 us): they go without.
+void CosSinRows::prefetch_table_rows(std::int64_t u, std::size_t axis, std::int64_t begin,
+                                     std::int64_t end) const {
+  if (u >= tokens_) return;
+  const std::int64_t p = position_at(positions_, static_cast<std::int64_t>(axis) * tokens_ + u);
+  if (p < 0 || p >= table_->positions()) return;
+  const auto bytes = static_cast<std::size_t>(end - begin) * sizeof(float);
+  prefetch_range(reinterpret_cast<std::uintptr_t>(table_->cos_row(p).data() + begin), bytes);
+  prefetch_range(reinterpret_cast<std::uintptr_t>(table_->sin_row(p).data() + begin), bytes);
+}
+
+Row CosSinRows::operator()(std::int64_t t, float* c, float* s) const {
+  if (axes_ == 1) {
+    const std::int64_t p = position_at(positions_, t);
+    if (table_ && p >= 0 && p < table_->positions())
+      return Row{table_->cos_row(p).data(), table_->sin_row(p).data()};
+    compute(std::span<const std::int64_t>(&p, 1), c, s);
+    return Row{c, s};
+  }
+  std::int64_t ap[kMaxAxes];
+  axis_positions(positions_, axes_, tokens_, t, ap);
+  bool inside = gather_table_;
+  for (std::int64_t a = 0; a < axes_ && inside; ++a)
+    inside = ap[a] >= 0 && ap[a] < table_->positions();
+  if (!inside) {
+    compute(std::span<const std::int64_t>(ap, static_cast<std::size_t>(axes_)), c, s);
+    return Row{c, s};
+  }
+  const float* cr[kMaxAxes];
+  const float* sr[kMaxAxes];
+  for (std::int64_t a = 0; a < axes_; ++a) {
+    cr[a] = table_->cos_row(ap[a]).data();
+    sr[a] = table_->sin_row(ap[a]).data();
+  }
+  for (const Run& r : spans_) {
+    prefetch_table_rows(t + kRowPrefetchTokens, r.axis, static_cast<std::int64_t>(r.begin),
+                        static_cast<std::int64_t>(r.end));
+  }
+  for (const Run& r : runs_) {
+    const float* rc = cr[r.axis];
+    const float* rs = sr[r.axis];
+    for (std::size_t i = r.begin; i < r.end; ++i) {
+      c[i] = rc[i];
+      s[i] = rs[i];
     }
-    for (const Run& r : spans) {
-      prefetch_table_rows(t + kRowPrefetchTokens, r.axis, static_cast<std::int64_t>(r.begin),
-                          static_cast<std::int64_t>(r.end));
-    }
-    for (const Run& r : runs) {
-      const float* rc = cr[r.axis];
-      const float* rs = sr[r.axis];
-      for (std::size_t i = r.begin; i < r.end; ++i) {
-        c[i] = rc[i];
-        s[i] = rs[i];
-      }
-    }
-    return detail::Row{c, s};
-  };
+  }
+  return Row{c, s};
 }
 
 }  // namespace detail
@@ -478,7 +477,8 @@ int apply_rope(const Frequencies& freqs, const RopeArgs& args) {
     throw Error("apply_rope: k_out is set but k is not");
   }
   detail::check_rope_table(freqs, args.table, "apply_rope");
-  const RowFn row = detail::cos_sin_rows(freqs, args.positions, tokens, args.table);
+  const detail::CosSinRows rows(freqs, args.positions, tokens, args.table);
+  const RowFn row = std::cref(rows);
   const detail::RowBlockFn row_block = detail::cos_sin_row_block(freqs, args.positions, args.table);
   return run(spec, std::span<const Pass>(passes.data(), pass_count), tokens, args.direction,
              args.threads, row, row_block, "apply_rope");
@@ -507,6 +507,7 @@ void rerotate_keys(const Frequencies& from, const Frequencies& to, const TensorV
   RowFn row;
   detail::RowBlockFn row_block;
   Frequencies delta;  // outlives `row` and `row_block`, which read it
+  std::optional<detail::CosSinRows> delta_rows;
   if (from.numerics == Numerics::kPrecise && to.numerics == Numerics::kPrecise) {
     // kPrecise rows are af cos(p w) and af sin(p w) with the angle exact, so the composite is
     // (af_to / af_from) times the rotation by p (w_to - w_from): the rows of frequencies
@@ -520,7 +521,8 @@ void rerotate_keys(const Frequencies& from, const Frequencies& to, const TensorV
     delta = to;
     for (std::size_t i = 0; i < n; ++i) delta.inv_freq[i] = to.inv_freq[i] - from.inv_freq[i];
     delta.attention_factor = to.attention_factor / from.attention_factor;
-    row = detail::cos_sin_rows(delta, positions, tokens, nullptr);
+    delta_rows.emplace(delta, positions, tokens, nullptr);
+    row = std::cref(*delta_rows);
     row_block = detail::cos_sin_row_block(delta, positions, nullptr);
   } else {
     // The engines' float32 rows: R(new) R(old)^T of the two rows as they are. With attention

@@ -8,7 +8,9 @@
 #include <atomic>
 #include <cmath>
 #include <cstddef>
+#include <functional>
 #include <memory_resource>
+#include <optional>
 #include <span>
 #include <string>
 #include <utility>
@@ -314,8 +316,9 @@ int rope_append_kv_cache(const Frequencies& freqs, const KvCache& cache, const K
 
   detail::ensure_simd_target_from_env();
   const std::int64_t n = args.rotate ? freqs.pair_count() : 0;
-  const detail::RowFn row =
-      args.rotate ? detail::cos_sin_rows(freqs, args.positions, tokens, args.table) : nullptr;
+  std::optional<detail::CosSinRows> rows;
+  if (args.rotate) rows.emplace(freqs, args.positions, tokens, args.table);
+  const detail::RowFn row = rows ? detail::RowFn(std::cref(*rows)) : nullptr;
   // On the fly, rows a block of tokens at a time where that applies (apply.cc does the same).
   const detail::RowBlockFn row_block =
       args.rotate ? detail::cos_sin_row_block(freqs, args.positions, args.table) : nullptr;

@@ -2,9 +2,12 @@
 // of views, positions and tables, the per-token cos/sin rows, and the row the kernels take.
 #pragma once
 
+#include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -36,16 +39,49 @@ std::int64_t rope_token_count(const RopeSpec& spec, const Positions& positions,
 // Throws when `table` (if any) was built from other frequencies.
 void check_rope_table(const Frequencies& freqs, const CosSinTable* table, std::string_view who);
 
-// Rows from the table where every position of the token is inside it, else computed on the fly
-// (the multi-axis gather of apply.h). Keeps references to freqs and table, copies the rest.
-RowFn cos_sin_rows(const Frequencies& freqs, const Positions& positions, std::int64_t tokens,
-                   const CosSinTable* table);
+// The rows of a call's tokens: from the table where every position of the token is inside it,
+// else computed on the fly (the multi-axis gather of apply.h). Keeps references to freqs and
+// table, copies the rest. Lives in the caller's frame and is handed over as
+// RowFn(std::cref(rows)): a std::function over a reference wrapper allocates nothing, where one
+// over a closure of this size allocated on every call.
+class CosSinRows {
+ public:
+  CosSinRows(const Frequencies& freqs, const Positions& positions, std::int64_t tokens,
+             const CosSinTable* table);
+  CosSinRows(const CosSinRows&) = delete;
+  CosSinRows& operator=(const CosSinRows&) = delete;
+
+  // Token t's row; c and s (n values each) are filled where the row is not a table's.
+  Row operator()(std::int64_t t, float* c, float* s) const;
+
+ private:
+  struct Run {  // slots [begin, end) read from one axis' row
+    std::size_t begin, end, axis;
+  };
+  void compute(std::span<const std::int64_t> axis_positions, float* c, float* s) const;
+  void prefetch_table_rows(std::int64_t u, std::size_t axis, std::int64_t begin,
+                           std::int64_t end) const;
+
+  const Frequencies& freqs_;
+  Positions positions_;
+  std::int64_t tokens_;
+  const CosSinTable* table_;
+  std::int64_t axes_;
+  std::size_t n_;
+  bool step_;               // precise numerics: rows from each thread's CosSinStepper
+  bool gather_table_;       // multi-axis rows may be gathered from the table's rows
+  std::vector<Run> runs_;   // multi-axis: the map as runs of consecutive slots on one axis
+  std::vector<Run> spans_;  // multi-axis: the slots each axis reads, first to last
+  // The id that keeps a thread's stepper from stepping across calls, drawn at the first row
+  // computed (a call whose rows all come from the table needs none: an atomic increment less).
+  mutable std::atomic<std::uint64_t> call_{0};
+};
 
 // The rows of tokens [t0, t0 + count), row k's n values at c + k * stride and s + k * stride.
 using RowBlockFn = std::function<void(std::int64_t t0, std::int64_t count, float* c, float* s,
                                       std::int64_t stride)>;
 
-// cos_sin_rows' rows a block of tokens at a time, where that is cheaper: one axis, no table,
+// CosSinRows' rows a block of tokens at a time, where that is cheaper: one axis, no table,
 // `precise` numerics (CosSinStepper::rows steps a prefill's block in one kernel call). Empty
 // otherwise. Keeps references to freqs, copies the rest.
 RowBlockFn cos_sin_row_block(const Frequencies& freqs, const Positions& positions,
