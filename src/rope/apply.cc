@@ -116,26 +116,32 @@ int run_chunks(std::int64_t tasks, int threads, const Body& body) {
   return used;
 }
 
-// Heads [h0, h1) of token t of pass p, for the kernel (rotate.h), written into `th` in place; c
-// and s are the caller's. In place, not returned: GCC built the returned struct on the stack with
-// 8-byte stores and copied it into the TokenBlock with 16-byte loads, each of which waited for
-// the stores it spanned (no store-to-load forwarding from two stores): about a fifth of a
-// one-token call.
-void set_pass_heads(detail::TokenHeads& th, const Pass& p, const RopeSpec& spec, std::int64_t n,
-                    std::int64_t t, std::int64_t h0, std::int64_t h1) {
+// Heads [h0, h1) of token t of pass p, for the kernel (rotate.h), with rows c and s. Every field
+// is given, and the result initializes its TokenBlock or TokenHeads in place (a prvalue: no copy).
+// Two other forms cost a one-token call a fifth of its time or more: assigning a returned struct
+// to TokenBlock::heads (GCC built it with 8-byte stores and copied it with 16-byte loads, each
+// waiting on the two stores it spanned: no store-to-load forwarding), and filling a
+// default-initialized TokenBlock field by field (GCC zeroed its 128 bytes with a `rep stosq`,
+// whose start-up took half of the block loop's samples).
+detail::TokenHeads pass_heads(const Pass& p, const RopeSpec& spec, std::int64_t n, std::int64_t t,
+                              std::int64_t h0, std::int64_t h1, const float* c, const float* s) {
   const auto es = static_cast<std::int64_t>(dtype_size(p.in->dtype));
-  th.in =
-      static_cast<const char*>(p.in->data) + (t * p.in->token_stride + h0 * p.in->head_stride) * es;
-  th.out =
-      static_cast<char*>(p.out->data) + (t * p.out->token_stride + h0 * p.out->head_stride) * es;
-  th.dtype = p.in->dtype;
-  th.heads = h1 - h0;
-  th.head_stride = p.in->head_stride;
-  th.head_dim = p.in->head_dim;
-  th.offset = spec.rotary_offset;
-  th.pairs = n;
-  th.layout = spec.layout;
-  th.copy_rest = !same_memory(*p.in, *p.out);
+  return detail::TokenHeads{
+      .in = static_cast<const char*>(p.in->data) +
+            (t * p.in->token_stride + h0 * p.in->head_stride) * es,
+      .out = static_cast<char*>(p.out->data) +
+             (t * p.out->token_stride + h0 * p.out->head_stride) * es,
+      .dtype = p.in->dtype,
+      .heads = h1 - h0,
+      .head_stride = p.in->head_stride,
+      .head_dim = p.in->head_dim,
+      .offset = spec.rotary_offset,
+      .pairs = n,
+      .layout = spec.layout,
+      .copy_rest = !same_memory(*p.in, *p.out),
+      .c = c,
+      .s = s,
+  };
 }
 
 // Rotates every pass over all tokens with rows from `row`, on up to `threads` threads.
@@ -188,13 +194,14 @@ int run(const RopeSpec& spec, std::span<const Pass> passes, std::int64_t tokens,
           ss[k] = rs;
         }
         for (const Pass& p : passes) {
-          detail::TokenBlock b;
-          set_pass_heads(b.heads, p, spec, n, t0, 0, p.in->heads);
-          b.tokens = count;
-          b.in_token_stride = p.in->token_stride;
-          b.out_token_stride = p.out->token_stride;
-          b.c = cs;
-          b.s = ss;
+          const detail::TokenBlock b{
+              .heads = pass_heads(p, spec, n, t0, 0, p.in->heads, nullptr, nullptr),
+              .tokens = count,
+              .in_token_stride = p.in->token_stride,
+              .out_token_stride = p.out->token_stride,
+              .c = cs,
+              .s = ss,
+          };
           detail::rotate_token_block(b);
         }
       }
@@ -216,10 +223,7 @@ int run(const RopeSpec& spec, std::span<const Pass> passes, std::int64_t tokens,
         const std::int64_t h0 = p.in->heads * part / splits, h1 = p.in->heads * (part + 1) / splits;
         if (h0 == h1) continue;
         const auto es = static_cast<std::int64_t>(dtype_size(p.in->dtype));
-        detail::TokenHeads th;
-        set_pass_heads(th, p, spec, n, t, h0, h1);
-        th.c = rc;
-        th.s = rs;
+        const detail::TokenHeads th = pass_heads(p, spec, n, t, h0, h1, rc, rs);
         if (th.copy_rest && p.out->head_stride != p.in->head_stride) {
           // Different head strides: one head at a time.
           for (std::int64_t h = 0; h < th.heads; ++h) {

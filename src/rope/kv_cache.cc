@@ -10,7 +10,6 @@
 #include <cstddef>
 #include <functional>
 #include <memory_resource>
-#include <optional>
 #include <span>
 #include <string>
 #include <utility>
@@ -316,9 +315,10 @@ int rope_append_kv_cache(const Frequencies& freqs, const KvCache& cache, const K
 
   detail::ensure_simd_target_from_env();
   const std::int64_t n = args.rotate ? freqs.pair_count() : 0;
-  std::optional<detail::CosSinRows> rows;
-  if (args.rotate) rows.emplace(freqs, args.positions, tokens, args.table);
-  const detail::RowFn row = rows ? detail::RowFn(std::cref(*rows)) : nullptr;
+  // Made whether or not it is used (it only reads the spec): GCC zeroed a std::optional of it
+  // with a `rep stosq` before emplacing.
+  const detail::CosSinRows rows(freqs, args.positions, tokens, args.table);
+  const detail::RowFn row = args.rotate ? detail::RowFn(std::cref(rows)) : nullptr;
   // On the fly, rows a block of tokens at a time where that applies (apply.cc does the same).
   const detail::RowBlockFn row_block =
       args.rotate ? detail::cos_sin_row_block(freqs, args.positions, args.table) : nullptr;
@@ -365,48 +365,55 @@ int rope_append_kv_cache(const Frequencies& freqs, const KvCache& cache, const K
       }
       if (args.q) {
         const TensorView& q = *args.q;
-        detail::TokenHeads th;
-        th.in = th.out = static_cast<char*>(q.data) +
-                         t * q.token_stride * static_cast<std::int64_t>(dtype_size(q.dtype));
-        th.dtype = q.dtype;
-        th.heads = q.heads;
-        th.head_stride = q.head_stride;
-        th.head_dim = q.head_dim;
-        th.offset = spec.rotary_offset;
-        th.pairs = n;
-        th.layout = spec.layout;
-        th.c = rc;
-        th.s = rs;
+        // Every field given, none default-initialized first (see apply.cc's pass_heads: GCC
+        // zeroed such structs with a `rep stosq` per token).
+        void* const data = static_cast<char*>(q.data) +
+                           t * q.token_stride * static_cast<std::int64_t>(dtype_size(q.dtype));
+        const detail::TokenHeads th{
+            .in = data,
+            .out = data,
+            .dtype = q.dtype,
+            .heads = q.heads,
+            .head_stride = q.head_stride,
+            .head_dim = q.head_dim,
+            .offset = spec.rotary_offset,
+            .pairs = n,
+            .layout = spec.layout,
+            .copy_rest = false,
+            .c = rc,
+            .s = rs,
+        };
         detail::rotate_token_heads(th);
       }
       const Cell& cell = cells[static_cast<std::size_t>(t)];
       const std::int64_t at = (cell.page * cache.page_stride + cell.entry * cache.entry_stride) *
                               static_cast<std::int64_t>(ces);
-      detail::TokenKv kv;
-      kv.k = static_cast<const char*>(args.k.data) + t * args.k.token_stride * ks;
-      kv.k_dtype = args.k.dtype;
-      kv.k_head_stride = args.k.head_stride;
-      kv.k_back = args.k_in_place ? static_cast<char*>(args.k.data) + t * args.k.token_stride * ks
-                                  : nullptr;
-      kv.v = static_cast<const char*>(args.v.data) + t * args.v.token_stride * vs;
-      kv.v_dtype = args.v.dtype;
-      kv.v_head_stride = args.v.head_stride;
-      kv.k_cache = static_cast<char*>(cache.key) + at;
-      kv.v_cache = static_cast<char*>(cache.value) + at;
-      kv.cache_dtype = cache.dtype;
-      kv.cache_head_stride = cache.head_stride;
-      kv.heads = cache.heads;
-      kv.head_dim = cache.head_dim;
-      kv.offset = spec.rotary_offset;
-      kv.pairs = n;
-      kv.layout = spec.layout;
-      kv.c = rc;
-      kv.s = rs;
-      kv.k_scale = cache.k_scale;
-      kv.v_scale = cache.v_scale;
-      kv.k_inv_scale = k_inv;
-      kv.v_inv_scale = v_inv;
-      kv.stream_cache = stream_cache;
+      const detail::TokenKv kv{
+          .k = static_cast<const char*>(args.k.data) + t * args.k.token_stride * ks,
+          .k_dtype = args.k.dtype,
+          .k_head_stride = args.k.head_stride,
+          .k_back = args.k_in_place ? static_cast<char*>(args.k.data) + t * args.k.token_stride * ks
+                                    : nullptr,
+          .v = static_cast<const char*>(args.v.data) + t * args.v.token_stride * vs,
+          .v_dtype = args.v.dtype,
+          .v_head_stride = args.v.head_stride,
+          .k_cache = static_cast<char*>(cache.key) + at,
+          .v_cache = static_cast<char*>(cache.value) + at,
+          .cache_dtype = cache.dtype,
+          .cache_head_stride = cache.head_stride,
+          .heads = cache.heads,
+          .head_dim = cache.head_dim,
+          .offset = spec.rotary_offset,
+          .pairs = n,
+          .layout = spec.layout,
+          .c = rc,
+          .s = rs,
+          .k_scale = cache.k_scale,
+          .v_scale = cache.v_scale,
+          .k_inv_scale = k_inv,
+          .v_inv_scale = v_inv,
+          .stream_cache = stream_cache,
+      };
       detail::append_token_kv(kv);
     }
     // Streaming stores are weakly ordered: fence them before this thread reports its chunk done.
