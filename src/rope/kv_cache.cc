@@ -315,7 +315,7 @@ int rope_append_kv_cache(const Frequencies& freqs, const KvCache& cache, const K
 
   detail::ensure_simd_target_from_env();
   const std::int64_t n = args.rotate ? freqs.pair_count() : 0;
-  // Made whether or not it is used (it only reads the spec): GCC zeroed a std::optional of it
+  // Made whether or not it is used (it only reads freqs): GCC zeroed a std::optional of it
   // with a `rep stosq` before emplacing.
   const detail::CosSinRows rows(freqs, args.positions, tokens, args.table);
   const detail::RowFn row = args.rotate ? detail::RowFn(std::cref(rows)) : nullptr;
