@@ -99,10 +99,6 @@ void check_out(const TensorView& in, const TensorView& out, const std::string& n
   }
 }
 
-bool same_memory(const TensorView& a, const TensorView& b) {
-  return a.data == b.data && a.token_stride == b.token_stride && a.head_stride == b.head_stride;
-}
-
 // body(begin, end) over [0, tasks) on up to `threads` threads: the pool runs one chunk per
 // participant, and never more participants than tasks. Returns the threads used.
 template <class Body>
@@ -114,34 +110,6 @@ int run_chunks(std::int64_t tasks, int threads, const Body& body) {
     detail::ThreadPool::shared(used).run(used, tasks, body);
   }
   return used;
-}
-
-// Heads [h0, h1) of token t of pass p, for the kernel (rotate.h), with rows c and s. Every field
-// is given, and the result initializes its TokenBlock or TokenHeads in place (a prvalue: no copy).
-// Two other forms cost a one-token call a fifth of its time or more: assigning a returned struct
-// to TokenBlock::heads (GCC built it with 8-byte stores and copied it with 16-byte loads, each
-// waiting on the two stores it spanned: no store-to-load forwarding), and filling a
-// default-initialized TokenBlock field by field (GCC zeroed its 128 bytes with a `rep stosq`,
-// whose start-up took half of the block loop's samples).
-detail::TokenHeads pass_heads(const Pass& p, const RopeSpec& spec, std::int64_t n, std::int64_t t,
-                              std::int64_t h0, std::int64_t h1, const float* c, const float* s) {
-  const auto es = static_cast<std::int64_t>(dtype_size(p.in->dtype));
-  return detail::TokenHeads{
-      .in = static_cast<const char*>(p.in->data) +
-            (t * p.in->token_stride + h0 * p.in->head_stride) * es,
-      .out = static_cast<char*>(p.out->data) +
-             (t * p.out->token_stride + h0 * p.out->head_stride) * es,
-      .dtype = p.in->dtype,
-      .heads = h1 - h0,
-      .head_stride = p.in->head_stride,
-      .head_dim = p.in->head_dim,
-      .offset = spec.rotary_offset,
-      .pairs = n,
-      .layout = spec.layout,
-      .copy_rest = !same_memory(*p.in, *p.out),
-      .c = c,
-      .s = s,
-  };
 }
 
 // Rotates every pass over all tokens with rows from `row`, on up to `threads` threads.
@@ -167,7 +135,8 @@ int run(const RopeSpec& spec, std::span<const Pass> passes, std::int64_t tokens,
   // TokenBlock). A pass out of place with another head stride goes head by head below.
   bool blocks = splits == 1;
   for (const Pass& p : passes) {
-    if (!same_memory(*p.in, *p.out) && p.out->head_stride != p.in->head_stride) blocks = false;
+    if (!detail::same_memory(*p.in, *p.out) && p.out->head_stride != p.in->head_stride)
+      blocks = false;
   }
   if (blocks) {
     auto block_body = [&](std::int64_t begin, std::int64_t end) {
@@ -195,7 +164,8 @@ int run(const RopeSpec& spec, std::span<const Pass> passes, std::int64_t tokens,
         }
         for (const Pass& p : passes) {
           const detail::TokenBlock b{
-              .heads = pass_heads(p, spec, n, t0, 0, p.in->heads, nullptr, nullptr),
+              .heads =
+                  detail::token_heads(*p.in, *p.out, spec, n, t0, 0, p.in->heads, nullptr, nullptr),
               .tokens = count,
               .in_token_stride = p.in->token_stride,
               .out_token_stride = p.out->token_stride,
@@ -223,7 +193,8 @@ int run(const RopeSpec& spec, std::span<const Pass> passes, std::int64_t tokens,
         const std::int64_t h0 = p.in->heads * part / splits, h1 = p.in->heads * (part + 1) / splits;
         if (h0 == h1) continue;
         const auto es = static_cast<std::int64_t>(dtype_size(p.in->dtype));
-        const detail::TokenHeads th = pass_heads(p, spec, n, t, h0, h1, rc, rs);
+        const detail::TokenHeads th =
+            detail::token_heads(*p.in, *p.out, spec, n, t, h0, h1, rc, rs);
         if (th.copy_rest && p.out->head_stride != p.in->head_stride) {
           // Different head strides: one head at a time.
           for (std::int64_t h = 0; h < th.heads; ++h) {

@@ -365,25 +365,7 @@ int rope_append_kv_cache(const Frequencies& freqs, const KvCache& cache, const K
       }
       if (args.q) {
         const TensorView& q = *args.q;
-        // Every field given, none default-initialized first (see apply.cc's pass_heads: GCC
-        // zeroed such structs with a `rep stosq` per token).
-        void* const data = static_cast<char*>(q.data) +
-                           t * q.token_stride * static_cast<std::int64_t>(dtype_size(q.dtype));
-        const detail::TokenHeads th{
-            .in = data,
-            .out = data,
-            .dtype = q.dtype,
-            .heads = q.heads,
-            .head_stride = q.head_stride,
-            .head_dim = q.head_dim,
-            .offset = spec.rotary_offset,
-            .pairs = n,
-            .layout = spec.layout,
-            .copy_rest = false,
-            .c = rc,
-            .s = rs,
-        };
-        detail::rotate_token_heads(th);
+        detail::rotate_token_heads(detail::token_heads(q, q, spec, n, t, 0, q.heads, rc, rs));
       }
       const Cell& cell = cells[static_cast<std::size_t>(t)];
       const std::int64_t at = (cell.page * cache.page_stride + cell.entry * cache.entry_stride) *

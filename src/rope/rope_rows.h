@@ -17,6 +17,7 @@
 #include "posenc/core/spec.h"
 #include "posenc/rope/table.h"
 #include "posenc/rope/tensor.h"
+#include "rope/kernels/rotate.h"
 
 namespace posenc::detail {
 
@@ -25,6 +26,39 @@ namespace posenc::detail {
 // the kernel's time), else c and s after filling them.
 using Row = std::pair<const float*, const float*>;
 using RowFn = std::function<Row(std::int64_t token, float* c, float* s)>;
+
+// Whether a and b are one view of the same memory (rotation in place).
+inline bool same_memory(const TensorView& a, const TensorView& b) {
+  return a.data == b.data && a.token_stride == b.token_stride && a.head_stride == b.head_stride;
+}
+
+// Heads [h0, h1) of token t of `in`, rotated into `out` (the same view for in place; the rest of
+// each head is copied where they differ), as the kernels take them (rotate.h), with rows c and s.
+// Every field is given and the result initializes its TokenHeads or TokenBlock in place (a
+// prvalue: no copy). Two other forms cost a one-token call a fifth of its time or more: assigning
+// a returned struct to TokenBlock::heads (GCC built it with 8-byte stores and copied it with
+// 16-byte loads, each waiting on the two stores it spanned: no store-to-load forwarding), and
+// filling a default-initialized one field by field (GCC zeroed it with a `rep stosq`, whose
+// start-up took half of apply_rope's block loop).
+inline TokenHeads token_heads(const TensorView& in, const TensorView& out, const RopeSpec& spec,
+                              std::int64_t n, std::int64_t t, std::int64_t h0, std::int64_t h1,
+                              const float* c, const float* s) {
+  const auto es = static_cast<std::int64_t>(dtype_size(in.dtype));
+  return TokenHeads{
+      .in = static_cast<const char*>(in.data) + (t * in.token_stride + h0 * in.head_stride) * es,
+      .out = static_cast<char*>(out.data) + (t * out.token_stride + h0 * out.head_stride) * es,
+      .dtype = in.dtype,
+      .heads = h1 - h0,
+      .head_stride = in.head_stride,
+      .head_dim = in.head_dim,
+      .offset = spec.rotary_offset,
+      .pairs = n,
+      .layout = spec.layout,
+      .copy_rest = !same_memory(in, out),
+      .c = c,
+      .s = s,
+  };
+}
 
 // `who: name: ...` errors when v does not fit `tokens` and the spec, or its strides overlap.
 void check_rope_view(const TensorView& v, std::string_view name, std::int64_t tokens,
