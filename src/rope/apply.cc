@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <bit>
+#include <cstring>
 #include <functional>
 #include <optional>
 #include <span>
@@ -129,6 +131,12 @@ int run(const RopeSpec& spec, std::span<const Pass> passes, std::int64_t tokens,
   const std::int64_t tasks = tokens * splits;
   const bool interleaved = spec.layout == Layout::kInterleaved;
   const float sign = direction == Direction::kInverse ? -1.0f : 1.0f;
+  std::int64_t bytes = 0;
+  for (const Pass& p : passes) {
+    bytes +=
+        tokens * p.in->heads * p.in->head_dim * static_cast<std::int64_t>(dtype_size(p.in->dtype));
+  }
+  const bool prefetch = bytes >= detail::kPrefetchMinBytes;
 
   // Whole tokens (no splits) of passes whose heads can go in one call: blocks of kBlockTokens
   // tokens, their rows made first, then one kernel call per pass and block (rotate.h's
@@ -164,8 +172,8 @@ int run(const RopeSpec& spec, std::span<const Pass> passes, std::int64_t tokens,
         }
         for (const Pass& p : passes) {
           const detail::TokenBlock b{
-              .heads =
-                  detail::token_heads(*p.in, *p.out, spec, n, t0, 0, p.in->heads, nullptr, nullptr),
+              .heads = detail::token_heads(*p.in, *p.out, spec, n, t0, 0, p.in->heads, nullptr,
+                                           nullptr, prefetch),
               .tokens = count,
               .in_token_stride = p.in->token_stride,
               .out_token_stride = p.out->token_stride,
@@ -194,7 +202,7 @@ int run(const RopeSpec& spec, std::span<const Pass> passes, std::int64_t tokens,
         if (h0 == h1) continue;
         const auto es = static_cast<std::int64_t>(dtype_size(p.in->dtype));
         const detail::TokenHeads th =
-            detail::token_heads(*p.in, *p.out, spec, n, t, h0, h1, rc, rs);
+            detail::token_heads(*p.in, *p.out, spec, n, t, h0, h1, rc, rs, prefetch);
         if (th.copy_rest && p.out->head_stride != p.in->head_stride) {
           // Different head strides: one head at a time.
           for (std::int64_t h = 0; h < th.heads; ++h) {
@@ -262,10 +270,22 @@ void axis_positions(const Positions& positions, std::int64_t axes, std::int64_t 
 namespace detail {
 
 void check_rope_table(const Frequencies& freqs, const CosSinTable* table, std::string_view who) {
-  if (table &&
-      (table->pairs() != freqs.pair_count() || table->frequencies().inv_freq != freqs.inv_freq ||
-       table->frequencies().attention_factor != freqs.attention_factor ||
-       table->frequencies().numerics != freqs.numerics)) {
+  if (!table) return;
+  const Frequencies& built = table->frequencies();
+  // The same bits, not the same values: rows are bits of these, and -0.0 == 0.0 would pass an
+  // inv_freq whose sines differ in sign. memcmp, not vector ==: a decode step's call spent about
+  // 30 ns (a quarter of a one-head call) comparing 64 doubles one branch at a time.
+  const auto same_bits = [](double a, double b) {
+    return std::bit_cast<std::uint64_t>(a) == std::bit_cast<std::uint64_t>(b);
+  };
+  const bool same =
+      &built == &freqs ||
+      (table->pairs() == freqs.pair_count() && built.inv_freq.size() == freqs.inv_freq.size() &&
+       std::memcmp(built.inv_freq.data(), freqs.inv_freq.data(),
+                   freqs.inv_freq.size() * sizeof(double)) == 0 &&
+       same_bits(built.attention_factor, freqs.attention_factor) &&
+       built.numerics == freqs.numerics);
+  if (!same) {
     throw Error(std::string(who) + ": table was built from other frequencies than the ones given");
   }
 }

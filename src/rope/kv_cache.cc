@@ -335,6 +335,10 @@ int rope_append_kv_cache(const Frequencies& freqs, const KvCache& cache, const K
   const bool stream_cache = static_cast<double>(tokens) * 2.0 * static_cast<double>(cache.heads) *
                                 static_cast<double>(cache.head_dim) * static_cast<double>(ces) >=
                             static_cast<double>(detail::stream_cache_bytes());
+  // Small appends (a decode step) prefetch nothing (rotate.h's kPrefetchMinBytes): the elements
+  // of q, k and v, at the larger of k's and v's element sizes.
+  const bool prefetch = static_cast<double>(elements) * static_cast<double>(std::max(ks, vs)) >=
+                        static_cast<double>(detail::kPrefetchMinBytes);
   const float k_inv = detail::exact_inverse(cache.k_scale);
   const float v_inv = detail::exact_inverse(cache.v_scale);
   auto body = [&](std::int64_t begin, std::int64_t end) {
@@ -365,7 +369,8 @@ int rope_append_kv_cache(const Frequencies& freqs, const KvCache& cache, const K
       }
       if (args.q) {
         const TensorView& q = *args.q;
-        detail::rotate_token_heads(detail::token_heads(q, q, spec, n, t, 0, q.heads, rc, rs));
+        detail::rotate_token_heads(
+            detail::token_heads(q, q, spec, n, t, 0, q.heads, rc, rs, prefetch));
       }
       const Cell& cell = cells[static_cast<std::size_t>(t)];
       const std::int64_t at = (cell.page * cache.page_stride + cell.entry * cache.entry_stride) *
@@ -395,6 +400,7 @@ int rope_append_kv_cache(const Frequencies& freqs, const KvCache& cache, const K
           .k_inv_scale = k_inv,
           .v_inv_scale = v_inv,
           .stream_cache = stream_cache,
+          .prefetch = prefetch,
       };
       detail::append_token_kv(kv);
     }

@@ -33,8 +33,8 @@ inline bool same_memory(const TensorView& a, const TensorView& b) {
 }
 
 // Heads [h0, h1) of token t of `in`, rotated into `out` (the same view for in place; the rest of
-// each head is copied where they differ), as the kernels take them (rotate.h), with rows c and s.
-// Every field is given and the result initializes its TokenHeads or TokenBlock in place (a
+// each head is copied where they differ), as the kernels take them (rotate.h), with rows c and s,
+// and the software prefetch where `prefetch` (rotate.h's kPrefetchMinBytes). Every field is given and the result initializes its TokenHeads or TokenBlock in place (a
 // prvalue: no copy). Two other forms cost a one-token call a fifth of its time or more: assigning
 // a returned struct to TokenBlock::heads (GCC built it with 8-byte stores and copied it with
 // 16-byte loads, each waiting on the two stores it spanned: no store-to-load forwarding), and
@@ -42,7 +42,7 @@ inline bool same_memory(const TensorView& a, const TensorView& b) {
 // start-up took half of apply_rope's block loop).
 inline TokenHeads token_heads(const TensorView& in, const TensorView& out, const RopeSpec& spec,
                               std::int64_t n, std::int64_t t, std::int64_t h0, std::int64_t h1,
-                              const float* c, const float* s) {
+                              const float* c, const float* s, bool prefetch) {
   const auto es = static_cast<std::int64_t>(dtype_size(in.dtype));
   return TokenHeads{
       .in = static_cast<const char*>(in.data) + (t * in.token_stride + h0 * in.head_stride) * es,
@@ -55,6 +55,7 @@ inline TokenHeads token_heads(const TensorView& in, const TensorView& out, const
       .pairs = n,
       .layout = spec.layout,
       .copy_rest = !same_memory(in, out),
+      .prefetch = prefetch,
       .c = c,
       .s = s,
   };

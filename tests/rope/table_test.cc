@@ -9,14 +9,18 @@
 #include <string>
 #include <vector>
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "posenc/core/frequencies.h"
+#include "posenc/rope/apply.h"
+#include "posenc/rope/kv_cache.h"
 #include "posenc/rope/table.h"
 #include "posenc/rope/targets.h"
 #include "reference/ggml_reference.h"
 #include "reference/hf_float32_reference.h"
 #include "reference/rope_reference.h"
+#include "support/error_of.h"
 #include "support/rope_test_support.h"
 
 namespace {
@@ -76,6 +80,60 @@ TEST(CosSinTable, HfAndGgmlTablesFollowTheirReferences) {
       EXPECT_EQ(gg_table.cos_row(p)[i], c[i]) << p << " " << i;
       EXPECT_EQ(gg_table.sin_row(p)[i], s[i]) << p << " " << i;
     }
+  }
+}
+
+// apply_rope and rope_append_kv_cache take a table only with the frequencies it was built from:
+// the same bits of inv_freq (a zero's sign included: sin(p * -0.0) is -0.0), of the attention
+// factor and the same numerics. Its own Frequencies and an equal copy pass; each difference is
+// refused before q is touched.
+TEST(CosSinTable, CallsRefuseATableOfOtherFrequencies) {
+  posenc::RopeSpec spec = YarnSpec(8, Layout::kHalfSplit);
+  posenc::Frequencies f = posenc::compute_frequencies(spec);
+  f.inv_freq.back() = 0.0;  // a pair that never turns, to test the sign of its zero below
+  const posenc::CosSinTable table(f, 16);
+  std::vector<float> q(2 * 8, 0.5f), k(2 * 8, 0.25f), v(2 * 8, 0.125f);
+  const std::vector<std::int64_t> positions = {3, 4};
+  auto apply = [&](const posenc::Frequencies& g) {
+    posenc::RopeArgs args;
+    args.q = posenc::TensorView::contiguous(q.data(), posenc::DType::kF32, 2, 1, 8);
+    args.positions = std::span<const std::int64_t>(positions);
+    args.table = &table;
+    posenc::apply_rope(g, args);
+  };
+  std::vector<float> key(4 * 8), value(4 * 8);
+  const std::vector<std::int64_t> slots = {0, 1};
+  auto append = [&](const posenc::Frequencies& g) {
+    const posenc::KvCache cache =
+        posenc::KvCache::contiguous(key.data(), value.data(), posenc::CacheDType::kF32,
+                                    posenc::KvCacheLayout::kVllm, 2, 2, 1, 8);
+    posenc::KvAppendArgs args;
+    args.k = posenc::TensorView::contiguous(k.data(), posenc::DType::kF32, 2, 1, 8);
+    args.v = posenc::TensorView::contiguous(v.data(), posenc::DType::kF32, 2, 1, 8);
+    args.positions = std::span<const std::int64_t>(positions);
+    args.table = &table;
+    args.slot_mapping = slots;
+    posenc::rope_append_kv_cache(g, cache, args);
+  };
+  EXPECT_NO_THROW(apply(table.frequencies()));
+  EXPECT_NO_THROW(apply(posenc::Frequencies(f)));
+  EXPECT_NO_THROW(append(posenc::Frequencies(f)));
+
+  posenc::Frequencies base = f;
+  base.inv_freq[1] = std::nextafter(base.inv_freq[1], 1.0);
+  posenc::Frequencies zero = f;
+  zero.inv_freq.back() = -0.0;
+  posenc::Frequencies factor = f;
+  factor.attention_factor = std::nextafter(factor.attention_factor, 2.0);
+  posenc::Frequencies numerics = f;
+  numerics.numerics = posenc::Numerics::kHf;
+  for (const posenc::Frequencies* g : {&base, &zero, &factor, &numerics}) {
+    const std::vector<float> before = q;
+    EXPECT_THAT(posenc::testing::error_of([&] { apply(*g); }),
+                ::testing::HasSubstr("apply_rope: table was built from other frequencies"));
+    EXPECT_EQ(q, before);
+    EXPECT_THAT(posenc::testing::error_of([&] { append(*g); }),
+                ::testing::HasSubstr("table was built from other frequencies"));
   }
 }
 

@@ -40,6 +40,9 @@ struct TokenKv {
   // sets it for large appends (a prefill) and calls hwy::FlushStream() (sfence) once it is done
   // and before anything else may read the cache, since streaming stores are weakly ordered.
   bool stream_cache = false;
+  // Software prefetch ahead of each head of k and v (rotate.h's prefetch_ahead): large appends
+  // (rotate.h's kPrefetchMinBytes).
+  bool prefetch = false;
 };
 
 // Rows (head_dim x cache element size) up to this many bytes are staged for streaming stores;

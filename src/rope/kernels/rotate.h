@@ -33,12 +33,24 @@ struct TokenHeads {
   std::int64_t pairs = 0;   // n
   Layout layout = Layout::kHalfSplit;
   bool copy_rest = false;  // out-of-place: also copy the dims outside the rotated range
+  bool prefetch = false;   // software prefetch ahead of each head (prefetch_ahead): large calls
   const float* c = nullptr;
   const float* s = nullptr;
 };
 
 // How far ahead of the row being rotated the kernels prefetch (prefetch_ahead).
 inline constexpr std::size_t kPrefetchAhead = 8192;
+
+// Calls that move fewer bytes than this (their tensors' elements, read once) prefetch nothing
+// (TokenHeads::prefetch, TokenKv::prefetch): the same 4 MiB as the fused call's streaming stores
+// (kv_cache_streaming.h), twice a large core's L2. A tensor that small was usually just written
+// (a decode step's q and k come from the projections) and sits in L1 or L2, where a prefetch of
+// each line 8 KiB ahead is only instructions: a decode step's apply_rope (32 heads of 128, f32,
+// with a table) spent about a tenth of its time in the prefetch loop, and with it gone it went
+// 309-322 -> 280-300 ns (Zen 5, one process, old and new in turn); on hot 1-4 MiB tensors the
+// rotation went 0.82-0.84 -> 0.99-1.01 of the in-place stream. Larger calls keep it: that is
+// where it was measured to help (below).
+inline constexpr std::int64_t kPrefetchMinBytes = std::int64_t{4} << 20;
 
 // Software prefetch (to L1) of the cache lines of [begin, begin + bytes); begin is an integer so
 // that a range past an object's end needs no pointer arithmetic beyond it (a prefetch never
