@@ -188,8 +188,9 @@ HWY_INLINE void RotateHalfSplitHeadsInRegisters(Tag tag, const TokenHeads& t) {
     }
   }
   // The fields the head loop reads, in registers: the stores below may alias memory (Highway's
-  // vector stores are may_alias), so t's fields would be reloaded after every head's stores (a
-  // decode step's 32 heads took 10% longer that way, in a standalone copy of this loop).
+  // vector stores are may_alias), so t's fields would be reloaded after every head's stores. A
+  // standalone copy of this loop over a decode step's 32 heads (f32, in L1) took 174-185 ns
+  // reading them through the reference and 160-166 ns from locals (two rounds, in turn).
   const std::int64_t heads = t.heads, head_stride = t.head_stride, offset = t.offset;
   const std::int64_t head_dim = t.head_dim;
   const bool prefetch = t.prefetch, copy_rest = t.copy_rest;

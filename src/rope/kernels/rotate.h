@@ -44,12 +44,12 @@ inline constexpr std::size_t kPrefetchAhead = 8192;
 // Calls that move fewer bytes than this (their tensors' elements, read once) prefetch nothing
 // (TokenHeads::prefetch, TokenKv::prefetch): the same 4 MiB as the fused call's streaming stores
 // (kv_cache_streaming.h), twice a large core's L2. A tensor that small was usually just written
-// (a decode step's q and k come from the projections) and sits in L1 or L2, where a prefetch of
-// each line 8 KiB ahead is only instructions: a decode step's apply_rope (32 heads of 128, f32,
-// with a table) spent about a tenth of its time in the prefetch loop, and with it gone it went
-// 309-322 -> 280-300 ns (Zen 5, one process, old and new in turn); on hot 1-4 MiB tensors the
-// rotation went 0.82-0.84 -> 0.99-1.01 of the in-place stream. Larger calls keep it: that is
-// where it was measured to help (below).
+// (a decode step's q and k come from the projections) and sits in L1 or L2, where prefetching
+// each line again 8 KiB ahead only costs instructions. Measured on Zen 5, in one process, with
+// and without the prefetch in turn: a decode step's apply_rope (32 heads of 128, f32, with a
+// table) 309-418 -> 288-391 ns over five rounds (0 to 27 ns less in each); hot tensors of 1 and 4
+// MiB, one run each, 0.84 -> 0.99 and 0.82 -> 1.01 of the in-place stream. Larger calls keep it:
+// for tensors in DRAM it was measured to help (below).
 inline constexpr std::int64_t kPrefetchMinBytes = std::int64_t{4} << 20;
 
 // Software prefetch (to L1) of the cache lines of [begin, begin + bytes); begin is an integer so
