@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <array>
-#include <atomic>
 #include <bit>
 #include <cstring>
 #include <functional>
@@ -292,26 +291,33 @@ void check_rope_table(const Frequencies& freqs, const CosSinTable* table, std::s
 
 namespace {
 
-// An id per function that makes rows, for thread_stepper.
-std::uint64_t new_row_call() {
-  static std::atomic<std::uint64_t> calls{0};
-  return ++calls;
-}
-
-// This thread's CosSinStepper for the rows of `call`: a thread computes a run of consecutive
-// tokens, so its stepper lives in thread-local storage, reset when another call starts.
-CosSinStepper& thread_stepper(const Frequencies& freqs, std::uint64_t call) {
-  thread_local std::uint64_t stepper_call = 0;
-  thread_local std::optional<CosSinStepper> stepper;
-  if (stepper_call != call) {
-    if (stepper) {
-      stepper->reset(freqs);
-    } else {
-      stepper.emplace(freqs);
+// This thread's CosSinStepper for `freqs`. A thread computes runs of consecutive tokens, so its
+// steppers live in thread-local storage, and they are kept from one call to the next (a stepper
+// is reset only for frequencies none of them serves): an engine's decode step rotates its token
+// at position p in every layer, then at p + 1, so after the first call each call is a step from
+// the last row (or, at the same position, a step by exactly (1, 0)) instead of an anchor. Four,
+// for models whose layers alternate frequencies (Gemma 3's local and global bases), replaced in
+// turn. Same bits either way: every row is the exact path's (cos_sin_fast.h).
+CosSinStepper& thread_stepper(const Frequencies& freqs) {
+  constexpr std::size_t kSteppers = 4;
+  thread_local std::array<std::optional<CosSinStepper>, kSteppers> steppers;
+  thread_local std::size_t last = 0;  // the one used last, tried first
+  thread_local std::size_t next = 0;  // the one replaced next
+  if (steppers[last] && steppers[last]->serves(freqs)) return *steppers[last];
+  for (std::size_t i = 0; i < kSteppers; ++i) {
+    if (steppers[i] && steppers[i]->serves(freqs)) {
+      last = i;
+      return *steppers[i];
     }
-    stepper_call = call;
   }
-  return *stepper;
+  last = next;
+  next = (next + 1) % kSteppers;
+  if (steppers[last]) {
+    steppers[last]->reset(freqs);
+  } else {
+    steppers[last].emplace(freqs);
+  }
+  return *steppers[last];
 }
 
 }  // namespace
@@ -319,15 +325,14 @@ CosSinStepper& thread_stepper(const Frequencies& freqs, std::uint64_t call) {
 RowBlockFn cos_sin_row_block(const Frequencies& freqs, const Positions& positions,
                              const CosSinTable* table) {
   if (table || axis_count(freqs.spec) != 1 || !CosSinStepper::applies(freqs)) return {};
-  const std::uint64_t call = new_row_call();
-  return [&freqs, positions, call](std::int64_t t0, std::int64_t count, float* c, float* s,
-                                   std::int64_t stride) {
+  return [&freqs, positions](std::int64_t t0, std::int64_t count, float* c, float* s,
+                             std::int64_t stride) {
     constexpr std::int64_t kChunk = 64;
     std::int64_t p[kChunk];
     for (std::int64_t k0 = 0; k0 < count; k0 += kChunk) {
       const std::int64_t m = std::min(kChunk, count - k0);
       for (std::int64_t k = 0; k < m; ++k) p[k] = position_at(positions, t0 + k0 + k);
-      thread_stepper(freqs, call).rows(p, m, c + k0 * stride, s + k0 * stride, stride);
+      thread_stepper(freqs).rows(p, m, c + k0 * stride, s + k0 * stride, stride);
     }
   };
 }
@@ -379,13 +384,7 @@ void CosSinRows::compute(std::span<const std::int64_t> ap, float* c, float* s) c
     }
     return;
   }
-  std::uint64_t call = call_.load(std::memory_order_relaxed);
-  if (call == 0) {
-    // Threads that race here may each draw an id; the first stored wins, the others are unused.
-    const std::uint64_t fresh = new_row_call();
-    call = call_.compare_exchange_strong(call, fresh, std::memory_order_relaxed) ? fresh : call;
-  }
-  thread_stepper(freqs_, call).row(ap, c, s);
+  thread_stepper(freqs_).row(ap, c, s);
 }
 
 // Prefetches the table's entries [begin, end) of token u's row on `axis`, when u is a token and

@@ -45,6 +45,12 @@ class CosSinStepper {
   // As a new stepper of `freqs`, keeping this one's memory.
   void reset(const Frequencies& freqs, double bound_scale = 1.0);
 
+  // Whether a stepper reset to (freqs, bound_scale) would be this one: the same bits of inv_freq
+  // and of the attention factor, the same axis map and bound scale. Its rows and the state they
+  // step from then serve the next call as they are (apply.cc keeps a thread's steppers from one
+  // call to the next).
+  bool serves(const Frequencies& freqs, double bound_scale = 1.0) const;
+
   // The row at one position per axis of the spec's axis map, or one position for every axis, n
   // values each; the same bits as cos_sin_row_f32 of those positions.
   void row(std::span<const std::int64_t> axis_positions, float* c, float* s);
@@ -78,6 +84,7 @@ class CosSinStepper {
   const std::vector<double>& step_factors(unsigned moving);
 
   std::vector<double> w_;
+  AxisMap map_;                         // the spec's, for serves()
   std::vector<std::size_t> slot_axis_;  // per pair; all 0 for a one-axis row
   std::vector<unsigned> used_axes_;     // the axes some pair reads
   double af_ = 1.0;
@@ -91,7 +98,7 @@ class CosSinStepper {
   // for pairs of axes that stay.
   std::vector<std::vector<double>> factors_;
   std::vector<double> unit_step_;  // exact cos w_i, sin w_i, made on the first step
-  unsigned last_moving_ = 0;       // the step factors of the last step (0: none yet)
+  unsigned last_moving_ = 0;       // the moving axes of last_factors_ (null: none yet)
   const double* last_factors_ = nullptr;
   std::int64_t since_anchor_ = -1;  // -1: no row yet
   Stats stats_;

@@ -2,7 +2,6 @@
 // of views, positions and tables, the per-token cos/sin rows, and the row the kernels take.
 #pragma once
 
-#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -107,9 +106,6 @@ class CosSinRows {
   bool gather_table_;       // multi-axis rows may be gathered from the table's rows
   std::vector<Run> runs_;   // multi-axis: the map as runs of consecutive slots on one axis
   std::vector<Run> spans_;  // multi-axis: the slots each axis reads, first to last
-  // The id that keeps a thread's stepper from stepping across calls, drawn at the first row
-  // computed (a call whose rows all come from the table needs none: an atomic increment less).
-  mutable std::atomic<std::uint64_t> call_{0};
 };
 
 // The rows of tokens [t0, t0 + count), row k's n values at c + k * stride and s + k * stride.

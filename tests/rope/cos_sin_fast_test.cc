@@ -535,4 +535,110 @@ TEST(CosSinFast, ResetIsANewStepper) {
   EXPECT_EQ(st.stats().steps, 297);
 }
 
+// The same position again (a decode step's token in every layer) steps by exactly (1, 0) where the
+// bound holds: the exact rows, one anchor and the rest steps; at |p| >= 2^31 every row is an
+// anchor. With the bound grown 10^7 times, many pairs of the repeated rows go to the exact path
+// (and must come back as the exact rows). Multi-axis: an axis that stays at 2^31 or beyond
+// re-anchors the row.
+TEST(CosSinFast, RepeatedPositionsStepByOneWhereTheBoundHolds) {
+  for (const Named& spec : RealSpecs()) {
+    SCOPED_TRACE(spec.name);
+    const Frequencies& f = spec.freqs;
+    const auto n = static_cast<std::size_t>(f.pair_count());
+    const auto axes = static_cast<std::size_t>(posenc::axis_count(f.spec));
+    std::vector<float> c(n), s(n), want_c(n), want_s(n);
+    for (double bound_scale : {1.0, 1e7}) {
+      for (std::int64_t p : {std::int64_t{0}, std::int64_t{4095}, kTop - 1, -kTop + 1, kTop + 9,
+                             -(std::int64_t{1} << 40)}) {
+        CosSinStepper st(f, bound_scale);
+        const std::vector<std::int64_t> ap(axes, p);
+        posenc::cos_sin_row_f32(f, ap, want_c, want_s);
+        std::int64_t differing = 0;
+        for (int k = 0; k < 40; ++k) {
+          st.row(ap, c.data(), s.data());
+          differing += !SameBits(c, want_c) || !SameBits(s, want_s);
+        }
+        EXPECT_EQ(differing, 0) << p << " bound x" << bound_scale;
+        const bool inside = p > -kTop - 1 && p < kTop + 1;
+        EXPECT_EQ(st.stats().anchors, inside ? 1 : 40) << p;
+        EXPECT_EQ(st.stats().steps, inside ? 39 : 0) << p;
+        if (inside && bound_scale > 1.0) {
+          EXPECT_GT(st.stats().exact_pairs, 39) << p;
+        }
+      }
+    }
+    if (axes == 3) {
+      // t moves by one while h stays at 2^31 + 5: anchors; at 2^31 - 5: steps.
+      for (std::int64_t h : {kTop + 6, kTop - 4}) {
+        CosSinStepper st(f);
+        std::int64_t differing = 0;
+        for (std::int64_t t = 100; t < 110; ++t) {
+          const std::vector<std::int64_t> ap = {t, h, 7};
+          st.row(ap, c.data(), s.data());
+          posenc::cos_sin_row_f32(f, ap, want_c, want_s);
+          differing += !SameBits(c, want_c) || !SameBits(s, want_s);
+        }
+        EXPECT_EQ(differing, 0) << h;
+        EXPECT_EQ(st.stats().anchors, h > kTop ? 10 : 1) << h;
+      }
+    }
+  }
+}
+
+// apply_rope keeps each thread's steppers from one call to the next (src/rope/apply.cc's
+// thread_stepper): an engine's decode loop, each step's token rotated at one position by every
+// layer, layers alternating two frequencies (Gemma 3's local and global bases) plus three more
+// than the four steppers a thread keeps, and one Frequencies object changed in place between calls
+// (the same address, other inv_freq bits: its stepper must not serve it). Every call on the fly
+// gives the table's bits.
+TEST(CosSinFast, StepperKeptAcrossCallsGivesTheTablesBits) {
+  const auto spec = [](double base) {
+    return posenc::compute_frequencies(
+        posenc::testing::make_spec(posenc::Method::kYarn, 128, base, 8.0, 4096));
+  };
+  std::vector<Frequencies> freqs = {spec(10000.0), spec(1000000.0), spec(500000.0),
+                                    spec(20000.0), spec(30000.0),   spec(40000.0)};
+  Frequencies changing = freqs[0];
+  const std::int64_t heads = 2, head_dim = 128, first = 3000, steps = 140;
+  std::vector<posenc::CosSinTable> tables;
+  for (const Frequencies& f : freqs) tables.emplace_back(f, first + steps);
+  Frequencies changed = changing;
+  for (double& w : changed.inv_freq) w *= 0.75;
+  const posenc::CosSinTable changed_table(changed, first + steps);
+  ForEachTarget([&](const std::string&) {
+    std::int64_t differing = 0, calls = 0;
+    const auto count = static_cast<std::size_t>(heads * head_dim);
+    for (std::int64_t p = first; p < first + steps; ++p) {
+      const std::vector<std::int64_t> pos = {p};
+      // Layers: the two alternating frequencies, now and then the others (which evict).
+      std::vector<std::size_t> layers = {0, 1, 0, 1, 0, 1};
+      if (p % 7 == 0) layers.insert(layers.end(), {2, 3, 4, 5});
+      for (std::size_t l = 0; l < layers.size() + 1; ++l) {
+        const bool is_changing = l == layers.size();
+        // The changing object takes other bits from step first + 70 on.
+        if (is_changing && p == first + 70) changing = changed;
+        const Frequencies& f = is_changing ? changing : freqs[layers[l]];
+        const posenc::CosSinTable& table =
+            is_changing ? (p >= first + 70 ? changed_table : tables[0]) : tables[layers[l]];
+        posenc::testing::Buffer x(DType::kF32, count), y(DType::kF32, count);
+        for (std::size_t i = 0; i < count; ++i) {
+          x.set(i, std::sin(static_cast<float>(i + l)));
+          y.set(i, std::sin(static_cast<float>(i + l)));
+        }
+        posenc::RopeArgs a;
+        a.q = posenc::TensorView::contiguous(x.bytes.data(), DType::kF32, 1, heads, head_dim);
+        a.positions = std::span<const std::int64_t>(pos);
+        posenc::apply_rope(f, a);
+        a.q = posenc::TensorView::contiguous(y.bytes.data(), DType::kF32, 1, heads, head_dim);
+        a.table = &table;
+        posenc::apply_rope(f, a);
+        differing += x.bytes != y.bytes;
+        ++calls;
+      }
+    }
+    EXPECT_EQ(differing, 0) << "of " << calls << " calls";
+    changing = freqs[0];
+  });
+}
+
 }  // namespace
