@@ -322,19 +322,21 @@ CosSinStepper& thread_stepper(const Frequencies& freqs) {
 
 }  // namespace
 
-RowBlockFn cos_sin_row_block(const Frequencies& freqs, const Positions& positions,
-                             const CosSinTable* table) {
-  if (table || axis_count(freqs.spec) != 1 || !CosSinStepper::applies(freqs)) return {};
-  return [&freqs, positions](std::int64_t t0, std::int64_t count, float* c, float* s,
-                             std::int64_t stride) {
-    constexpr std::int64_t kChunk = 64;
-    std::int64_t p[kChunk];
-    for (std::int64_t k0 = 0; k0 < count; k0 += kChunk) {
-      const std::int64_t m = std::min(kChunk, count - k0);
-      for (std::int64_t k = 0; k < m; ++k) p[k] = position_at(positions, t0 + k0 + k);
-      thread_stepper(freqs).rows(p, m, c + k0 * stride, s + k0 * stride, stride);
-    }
-  };
+CosSinRowBlocks::CosSinRowBlocks(const Frequencies& freqs, const Positions& positions,
+                                 const CosSinTable* table)
+    : freqs_(freqs),
+      positions_(positions),
+      applies_(!table && axis_count(freqs.spec) == 1 && CosSinStepper::applies(freqs)) {}
+
+void CosSinRowBlocks::operator()(std::int64_t t0, std::int64_t count, float* c, float* s,
+                                 std::int64_t stride) const {
+  constexpr std::int64_t kChunk = 64;
+  std::int64_t p[kChunk];
+  for (std::int64_t k0 = 0; k0 < count; k0 += kChunk) {
+    const std::int64_t m = std::min(kChunk, count - k0);
+    for (std::int64_t k = 0; k < m; ++k) p[k] = position_at(positions_, t0 + k0 + k);
+    thread_stepper(freqs_).rows(p, m, c + k0 * stride, s + k0 * stride, stride);
+  }
 }
 
 CosSinRows::CosSinRows(const Frequencies& freqs, const Positions& positions, std::int64_t tokens,
@@ -473,9 +475,9 @@ int apply_rope(const Frequencies& freqs, const RopeArgs& args) {
   detail::check_rope_table(freqs, args.table, "apply_rope");
   const detail::CosSinRows rows(freqs, args.positions, tokens, args.table);
   const RowFn row = std::cref(rows);
-  const detail::RowBlockFn row_block = detail::cos_sin_row_block(freqs, args.positions, args.table);
+  const detail::CosSinRowBlocks blocks(freqs, args.positions, args.table);
   return run(spec, std::span<const Pass>(passes.data(), pass_count), tokens, args.direction,
-             args.threads, row, row_block, "apply_rope");
+             args.threads, row, blocks.fn(), "apply_rope");
 }
 
 void rerotate_keys(const Frequencies& from, const Frequencies& to, const TensorView& k,
@@ -502,6 +504,7 @@ void rerotate_keys(const Frequencies& from, const Frequencies& to, const TensorV
   detail::RowBlockFn row_block;
   Frequencies delta;  // outlives `row` and `row_block`, which read it
   std::optional<detail::CosSinRows> delta_rows;
+  std::optional<detail::CosSinRowBlocks> delta_blocks;
   if (from.numerics == Numerics::kPrecise && to.numerics == Numerics::kPrecise) {
     // kPrecise rows are af cos(p w) and af sin(p w) with the angle exact, so the composite is
     // (af_to / af_from) times the rotation by p (w_to - w_from): the rows of frequencies
@@ -517,7 +520,8 @@ void rerotate_keys(const Frequencies& from, const Frequencies& to, const TensorV
     delta.attention_factor = to.attention_factor / from.attention_factor;
     delta_rows.emplace(delta, positions, tokens, nullptr);
     row = std::cref(*delta_rows);
-    row_block = detail::cos_sin_row_block(delta, positions, nullptr);
+    delta_blocks.emplace(delta, positions, nullptr);
+    row_block = delta_blocks->fn();
   } else {
     // The engines' float32 rows: R(new) R(old)^T of the two rows as they are. With attention
     // factors folded into both, (c_n c_o + s_n s_o) / af_o^2 = (af_n / af_o) cos(new - old),

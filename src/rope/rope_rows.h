@@ -113,10 +113,24 @@ using RowBlockFn = std::function<void(std::int64_t t0, std::int64_t count, float
                                       std::int64_t stride)>;
 
 // CosSinRows' rows a block of tokens at a time, where that is cheaper: one axis, no table,
-// `precise` numerics (CosSinStepper::rows steps a prefill's block in one kernel call). Empty
-// otherwise. Keeps references to freqs, copies the rest.
-RowBlockFn cos_sin_row_block(const Frequencies& freqs, const Positions& positions,
-                             const CosSinTable* table);
+// `precise` numerics (CosSinStepper::rows steps a prefill's block in one kernel call). Keeps a
+// reference to freqs. Held in the caller's frame and handed over as
+// RowBlockFn(std::cref(blocks)) where applies(): a std::function over its closure (32 bytes)
+// allocated on every call without a table, as CosSinRows' did.
+class CosSinRowBlocks {
+ public:
+  CosSinRowBlocks(const Frequencies& freqs, const Positions& positions, const CosSinTable* table);
+  bool applies() const { return applies_; }
+  void operator()(std::int64_t t0, std::int64_t count, float* c, float* s,
+                  std::int64_t stride) const;
+  // RowBlockFn(std::cref(*this)) where applies(), else an empty one.
+  RowBlockFn fn() const { return applies_ ? RowBlockFn(std::cref(*this)) : RowBlockFn(); }
+
+ private:
+  const Frequencies& freqs_;
+  Positions positions_;
+  bool applies_;
+};
 
 // The row in the kernels' form (rope/kernels/rotate.h): half-split uses (c, s) as they are, or
 // with s negated into s_neg for the inverse; interleaved expands into c2, s2 (2n each). s_neg may

@@ -36,8 +36,10 @@ struct RopeArgs {
   // t, then all h, ...): slot i of token t reads positions[slot_axis(i) * tokens + t].
   Positions positions;
   Direction direction = Direction::kForward;
-  const CosSinTable* table = nullptr;  // optional; must be built from the same Frequencies
-  int threads = 1;                     // [1, kMaxThreads] (threads.h); 1: the calling thread only
+  // Optional; must be built from Frequencies with the same bits of inv_freq and attention_factor
+  // and the same numerics (else Error). Passing table->frequencies() itself skips the comparison.
+  const CosSinTable* table = nullptr;
+  int threads = 1;  // [1, kMaxThreads] (threads.h); 1: the calling thread only
 };
 
 // Rotates q (and k) with `freqs` (its spec gives layout, rotary_dim and rotary_offset).
