@@ -103,7 +103,7 @@ POSENC_AVX512_BF16_ATTR void RotateHeads(const TokenHeads& t) {
   }
   // t's fields are read through the reference (the stores may alias them, so each head reloads
   // them): copied into locals, as rotate.cc does, they took more registers than this loop has
-  // and GCC spilled some to the stack; the 8 MiB bf16 case took 8-10% longer (Zen 5, in turn).
+  // and GCC spilled some to the stack; the 8 MiB bf16 case took 8-10% longer (Zen 4, in turn).
   const std::int64_t end = t.offset + 2 * n;
   for (std::int64_t h = 0; h < t.heads; ++h) {
     const std::uint16_t* hin = in + h * t.head_stride;

@@ -45,7 +45,7 @@ inline constexpr std::size_t kPrefetchAhead = 8192;
 // (TokenHeads::prefetch, TokenKv::prefetch): the same 4 MiB as the fused call's streaming stores
 // (kv_cache_streaming.h), twice a large core's L2. A tensor that small was usually just written
 // (a decode step's q and k come from the projections) and sits in L1 or L2, where prefetching
-// each line again 8 KiB ahead only costs instructions. Measured on Zen 5, in one process, with
+// each line again 8 KiB ahead only costs instructions. Measured on Zen 4, in one process, with
 // and without the prefetch in turn: a decode step's apply_rope (32 heads of 128, f32, with a
 // table) 309-418 -> 288-391 ns over five rounds (0 to 27 ns less in each); hot tensors of 1 and 4
 // MiB, one run each, 0.84 -> 0.99 and 0.82 -> 1.01 of the in-place stream. Larger calls keep it:
