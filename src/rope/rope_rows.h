@@ -33,12 +33,13 @@ inline bool same_memory(const TensorView& a, const TensorView& b) {
 
 // Heads [h0, h1) of token t of `in`, rotated into `out` (the same view for in place; the rest of
 // each head is copied where they differ), as the kernels take them (rotate.h), with rows c and s,
-// and the software prefetch where `prefetch` (rotate.h's kPrefetchMinBytes). Every field is given and the result initializes its TokenHeads or TokenBlock in place (a
-// prvalue: no copy). Two other forms cost a one-token call a fifth of its time or more: assigning
-// a returned struct to TokenBlock::heads (GCC built it with 8-byte stores and copied it with
-// 16-byte loads, each waiting on the two stores it spanned: no store-to-load forwarding), and
-// filling a default-initialized one field by field (GCC zeroed it with a `rep stosq`, whose
-// start-up took half of apply_rope's block loop).
+// and the software prefetch where `prefetch` (rotate.h's kPrefetchMinBytes). Every field is given
+// and the result initializes its TokenHeads or TokenBlock in place (a prvalue: no copy). Two other
+// forms cost a one-token call a fifth of its time or more: assigning a returned struct to
+// TokenBlock::heads (GCC built it with 8-byte stores and copied it with 16-byte loads, each waiting
+// on the two stores it spanned: no store-to-load forwarding), and filling a default-initialized one
+// field by field (GCC zeroed it with a `rep stosq`, whose start-up took half of apply_rope's block
+// loop).
 inline TokenHeads token_heads(const TensorView& in, const TensorView& out, const RopeSpec& spec,
                               std::int64_t n, std::int64_t t, std::int64_t h0, std::int64_t h1,
                               const float* c, const float* s, bool prefetch) {
@@ -114,16 +115,17 @@ using RowBlockFn = std::function<void(std::int64_t t0, std::int64_t count, float
 
 // CosSinRows' rows a block of tokens at a time, where that is cheaper: one axis, no table,
 // `precise` numerics (CosSinStepper::rows steps a prefill's block in one kernel call). Keeps a
-// reference to freqs. Held in the caller's frame and handed over as
-// RowBlockFn(std::cref(blocks)) where applies(): a std::function over its closure (32 bytes)
-// allocated on every call without a table, as CosSinRows' did.
+// reference to freqs. Held in the caller's frame and handed over by fn(): a std::function over
+// its closure (32 bytes) allocated on every call without a table, as CosSinRows' did.
 class CosSinRowBlocks {
  public:
   CosSinRowBlocks(const Frequencies& freqs, const Positions& positions, const CosSinTable* table);
-  bool applies() const { return applies_; }
+  CosSinRowBlocks(const CosSinRowBlocks&) = delete;
+  CosSinRowBlocks& operator=(const CosSinRowBlocks&) = delete;
   void operator()(std::int64_t t0, std::int64_t count, float* c, float* s,
                   std::int64_t stride) const;
-  // RowBlockFn(std::cref(*this)) where applies(), else an empty one.
+  // RowBlockFn(std::cref(*this)) where block rows apply (one axis, no table, `precise`), else an
+  // empty one.
   RowBlockFn fn() const { return applies_ ? RowBlockFn(std::cref(*this)) : RowBlockFn(); }
 
  private:
