@@ -1,5 +1,6 @@
 #include "cases.h"
 
+#include <string_view>
 #include <utility>
 
 #include <fmt/format.h>
@@ -48,18 +49,29 @@ std::vector<Case> all_cases(std::span<const int> threads) {
       }
     }
   }
-  const std::pair<DType, CacheDType> fused_dtypes[] = {{DType::kF32, CacheDType::kF32},
-                                                       {DType::kF16, CacheDType::kF16},
-                                                       {DType::kBF16, CacheDType::kBF16},
-                                                       {DType::kBF16, CacheDType::kFp8E4M3}};
+  // (input dtype, cache dtype, the cache's name in the case name, fp8's scale); cases.h says why
+  // fp8 twice.
+  struct FusedDtypes {
+    DType dtype;
+    CacheDType cache;
+    std::string_view cache_name;
+    float scale;
+  };
+  const FusedDtypes fused_dtypes[] = {
+      {DType::kF32, CacheDType::kF32, "f32", 1.0f},
+      {DType::kF16, CacheDType::kF16, "f16", 1.0f},
+      {DType::kBF16, CacheDType::kBF16, "bf16", 1.0f},
+      {DType::kBF16, CacheDType::kFp8E4M3, "fp8_e4m3", 1.0f / 64},
+      {DType::kBF16, CacheDType::kFp8E4M3, "fp8_e4m3-calibrated", 1.0f / 448}};
   for (const Shape& shape : fused_shapes()) {
-    for (const auto& [dtype, cache] : fused_dtypes) {
+    for (const FusedDtypes& f : fused_dtypes) {
       for (int t : threads) {
-        Case c{fmt::format("{}/{}/cache:{}/table/threads:{}", shape.name, dtype_name(dtype),
-                           cache_dtype_name(cache), t),
-               shape, dtype, true, t};
+        Case c{fmt::format("{}/{}/cache:{}/table/threads:{}", shape.name, dtype_name(f.dtype),
+                           f.cache_name, t),
+               shape, f.dtype, true, t};
         c.fused = true;
-        c.cache_dtype = cache;
+        c.cache_dtype = f.cache;
+        c.cache_scale = f.scale;
         out.push_back(std::move(c));
       }
     }

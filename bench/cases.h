@@ -47,6 +47,7 @@ struct Case {
   int threads = 1;
   bool fused = false;  // rope_append_kv_cache into a vLLM cache of cache_dtype (shape.kv_heads)
   CacheDType cache_dtype = CacheDType::kF32;
+  float cache_scale = 1.0f;  // fp8: k_scale and v_scale
 
   std::int64_t elements() const { return shape.tokens * shape.heads * shape.head_dim; }
   std::size_t tensor_bytes() const {
@@ -77,7 +78,10 @@ std::span<const Shape> shapes();
 //   fused-decode1-llama2-7b / -llama3-8b     1 token at position 4095
 //   fused-decode64-llama2-7b / -llama3-8b   64 tokens (64 sequences), positions 4032 .. 4095
 // with (input, cache) dtypes f32/f32, f16/f16, bf16/bf16 and bf16/fp8_e4m3, table cos/sin only:
-// named <shape>/<dtype>/cache:<cache dtype>/table/threads:<n>.
+// named <shape>/<dtype>/cache:<cache dtype>/table/threads:<n>. fp8 twice: cache:fp8_e4m3 with the
+// scale 1/64, a power of two (the kernel rounds the bits), and cache:fp8_e4m3-calibrated with
+// 1/448, amax / 448 for these inputs' amax of 1 as vLLM's scale calibration computes it, not a
+// power of two (the kernel looks each value up in the scale's table; fp8-inl.h).
 std::span<const Shape> fused_shapes();
 
 inline constexpr int kDefaultThreads[] = {1, 2};

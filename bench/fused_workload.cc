@@ -92,7 +92,7 @@ FusedWorkload::FusedWorkload(const Case& c)
   std::memset(value_cache_.get(), 0, cache_bytes_);
   cache_ = KvCache::contiguous(key_cache_.get(), value_cache_.get(), c.cache_dtype,
                                KvCacheLayout::kVllm, blocks, kBlockSize, s.kv_heads, d);
-  if (c.cache_dtype == CacheDType::kFp8E4M3) cache_.k_scale = cache_.v_scale = 1.0f / 64;
+  if (c.cache_dtype == CacheDType::kFp8E4M3) cache_.k_scale = cache_.v_scale = c.cache_scale;
   stream_bytes_ = c.bytes_moved() / 2 / es * es;
   stream_ = allocate(stream_bytes_);
   copy_ = allocate(stream_bytes_);

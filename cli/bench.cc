@@ -103,6 +103,7 @@ nlohmann::json to_json(const Result& r, const std::string& target, int repetitio
     // No scalar loop for the fused call: rotate-then-copy is its comparison.
     j["kv_heads"] = r.c.shape.kv_heads;
     j["cache_dtype"] = std::string(cache_dtype_name(r.c.cache_dtype));
+    j["cache_scale"] = r.c.cache_scale;  // fp8's k_scale and v_scale (1 for the others)
     j["scalar_seconds_median"] = nullptr;
     j["ratio_to_scalar"] = nullptr;
     j.erase("max_abs_difference_to_scalar");

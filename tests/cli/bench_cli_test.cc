@@ -82,9 +82,11 @@ TEST(BenchCli, FusedDecodeSmokeJson) {
   ASSERT_EQ(r.status, 0) << r.err;
   const nlohmann::json j = nlohmann::json::parse(r.out);
   ASSERT_TRUE(j.is_array());
-  // {decode1, decode64} x {llama2-7b, llama3-8b} x 4 (dtype, cache dtype) x threads 1 and 2.
-  ASSERT_EQ(j.size(), 32u);
+  // {decode1, decode64} x {llama2-7b, llama3-8b} x 5 (dtype, cache dtype and scale) x threads 1
+  // and 2.
+  ASSERT_EQ(j.size(), 40u);
   std::set<std::string> names, cache_dtypes;
+  std::set<double> fp8_scales;
   for (const auto& rec : j) {
     const std::string name = rec["name"];
     names.insert(name);
@@ -99,6 +101,16 @@ TEST(BenchCli, FusedDecodeSmokeJson) {
     EXPECT_TRUE(rec["ratio_to_scalar"].is_null()) << name;
     EXPECT_EQ(rec["cache_bytes_differing_from_separate"], 0) << name;
     cache_dtypes.insert(rec["cache_dtype"].get<std::string>());
+    // fp8's scales: 1/64 (a power of two) and 1/448 ("-calibrated"); the other caches have none.
+    const double scale = rec["cache_scale"];
+    if (rec["cache_dtype"] == "fp8_e4m3") {
+      fp8_scales.insert(scale);
+      EXPECT_EQ(scale,
+                name.find("-calibrated") != std::string::npos ? double{1.0f / 448} : 1.0 / 64)
+          << name;
+    } else {
+      EXPECT_EQ(scale, 1.0) << name;
+    }
     const double tokens = rec["tokens"], heads = rec["heads"], kv = rec["kv_heads"];
     EXPECT_EQ(kv, name.find("llama3-8b") != std::string::npos ? 8 : 32) << name;
     EXPECT_EQ(tokens, name.find("decode64") != std::string::npos ? 64 : 1) << name;
@@ -112,6 +124,7 @@ TEST(BenchCli, FusedDecodeSmokeJson) {
   }
   EXPECT_EQ(names.size(), j.size());
   EXPECT_EQ(cache_dtypes, (std::set<std::string>{"f32", "f16", "bf16", "fp8_e4m3"}));
+  EXPECT_EQ(fp8_scales.size(), 2u);
 }
 
 TEST(BenchCli, OptionErrorsNameTheOptionAndValue) {

@@ -169,20 +169,41 @@ TEST(KvCache, Fp8E4M3ConversionMatchesReference) {
   EXPECT_EQ(posenc_ref::ToFp8E4M3(std::numeric_limits<float>::quiet_NaN()) & 0x7F, 0x7F);
 }
 
-// Every bf16 bit pattern as v into an fp8 cache, on every target: AVX-512 converts bf16 with a
-// power-of-two scale 2^-s (|s| <= 100) in 16-bit lanes without widening to float32
-// (StoreBf16AsFp8, kv_cache-inl.h), the other scales and targets through float32; both must
-// give the reference's e4m3(v / scale). Scales inside the 16-bit path's range at both ends and
-// just outside it, a divide (0.1) and the identity; rows of 48 so the 32-lane body and the
-// float32 tail both run. Also as k without rotation (rotate = false converts k as v).
+// Every bf16 bit pattern as v into an fp8 cache, on every target: AVX-512 converts bf16 in 16-bit
+// lanes by the scale's table for scales in [2^-119, 2^127) (StoreBf16AsFp8, fp8-inl.h; the table's
+// derivation in kv_cache_kernel.h), the lanes it does not cover, the other scales and the other
+// targets through float32; all must give the reference's e4m3(v / scale). Powers of two and
+// calibrated scales (amax / 448 for amax 1 and 5.5, 0.0123, 0.1, 3, 1/3, a mantissa of all ones,
+// 1 + 2^-23), the table's range at both ends and just outside it, and the identity; rows of 48
+// so the 32-lane body and the float32 tail both run. Also as k without rotation (rotate = false
+// converts k as v).
 TEST(KvCache, EveryBf16ToFp8MatchesReference) {
   const std::int64_t d = 48;
   std::vector<std::uint16_t> bits(65536);
   std::iota(bits.begin(), bits.end(), 0);
   while (static_cast<std::int64_t>(bits.size()) % d) bits.push_back(0x3F80);
   const auto tokens = static_cast<std::int64_t>(bits.size()) / d;
-  for (float scale : {1.0f, 0.25f, 4.0f, 1.0f / 64, std::ldexp(1.0f, -100), std::ldexp(1.0f, 100),
-                      std::ldexp(1.0f, -101), std::ldexp(1.0f, 101), 0.1f}) {
+  const float below_2_127 = std::nextafter(std::ldexp(1.0f, 127), 0.0f);
+  for (float scale : {1.0f,
+                      0.25f,
+                      4.0f,
+                      1.0f / 64,
+                      1.0f / 448,
+                      5.5f / 448,
+                      0.0123f,
+                      0.1f,
+                      3.0f,
+                      1.0f / 3,
+                      std::nextafter(2.0f, 0.0f),
+                      std::nextafter(1.0f, 2.0f),
+                      std::ldexp(1.0f, -119),
+                      std::ldexp(1.5f, -119),
+                      std::nextafter(std::ldexp(1.0f, -119), 0.0f),
+                      std::ldexp(1.0f, -126),
+                      below_2_127,
+                      std::ldexp(1.0f, 127),
+                      std::ldexp(1.0f, 100),
+                      7.0e37f}) {
     std::vector<std::uint8_t> expect(bits.size());
     for (std::size_t i = 0; i < bits.size(); ++i)
       expect[i] = posenc_ref::ToFp8E4M3(posenc_ref::FromBf16(bits[i]) / scale);

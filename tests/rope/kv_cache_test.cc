@@ -63,10 +63,11 @@ TEST(KvCache, FusedEqualsApplyThenCopyOnEveryTargetDtypeAndLayout) {
   });
 }
 
-// bf16 k into an fp8 cache, every dim rotated, heads packed: with a power-of-two scale the
+// bf16 k into an fp8 cache, every dim rotated, heads packed: with the scale's table (AVX-512) the
 // kernel rotates a token's heads with apply_rope's kernel into k itself (k in place) or a buffer
 // of 8192 words, then rounds them (kv_cache-inl.h, AppendBf16KAsFp8ByToken); 72 heads of 128 are
-// more than that buffer and take the per-head path. k in place is compared too.
+// more than that buffer and take the per-head path. A power of two, calibrated scales (3, 1/448)
+// and one outside the table's range (2^-120: the float path). k in place is compared too.
 TEST(KvCache, Bf16KeyIntoFp8WholeTokenInPlaceAndBeyondTheBuffer) {
   std::mt19937 rng(17);
   posenc_test::ForEachTarget([&](const std::string& target) {
@@ -74,7 +75,7 @@ TEST(KvCache, Bf16KeyIntoFp8WholeTokenInPlaceAndBeyondTheBuffer) {
       for (Layout rope : {Layout::kHalfSplit, Layout::kInterleaved}) {
         for (bool in_place : {false, true}) {
           for (std::int64_t kv_heads : {4, 72}) {
-            for (float scale : {0.0625f, 3.0f}) {
+            for (float scale : {0.0625f, 3.0f, 1.0f / 448, std::ldexp(1.0f, -120)}) {
               Case c;
               c.spec = posenc::testing::Spec(128, 128, 0, rope);
               c.dtype = c.v_dtype = DType::kBF16;

@@ -17,6 +17,8 @@
 #include <bit>
 #include <cstdint>
 
+#include "rope/kernels/kv_cache_kernel.h"
+
 HWY_BEFORE_NAMESPACE();
 namespace posenc::detail {
 namespace HWY_NAMESPACE {
@@ -48,7 +50,28 @@ HWY_INLINE void StoreFp8(D d, hn::Vec<D> v, std::uint8_t* p) {
   hn::StoreU(hn::DemoteTo(du8, hn::BitCast(di, hn::Or(mag, sign))), du8, p);
 }
 
+// 32 bf16 words -> 32 E4M3 bytes by the float path: each word widened to float32 (exact), then
+// kv_cache-inl.h's StoreCache operations (multiplied by an exact inverse, else divided; StoreFp8).
+// On every target: make_bf16_fp8_map makes its tables with it.
+inline HWY_NOINLINE void Bf16ToFp8ByFloat(const std::uint16_t* words, float scale, float inv,
+                                          std::uint8_t* out) {
+  const hn::ScalableTag<float> d;
+  const hn::RebindToUnsigned<decltype(d)> du32;
+  const hn::Rebind<std::uint16_t, decltype(d)> du16;
+  const auto lanes = hn::Lanes(d);
+  for (std::size_t i = 0; i < 32; i += lanes) {
+    const auto v =
+        hn::BitCast(d, hn::ShiftLeft<16>(hn::PromoteTo(du32, hn::LoadU(du16, words + i))));
+    StoreFp8(d, inv != 0.0f ? hn::Mul(v, hn::Set(d, inv)) : hn::Div(v, hn::Set(d, scale)), out + i);
+  }
+}
+
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
+// bf16 into an fp8 cache on AVX-512, 32 values at a time in 16-bit lanes without widening to
+// float32, in one of two ways: a power-of-two scale by rounding the bits (StoreBf16AsFp8Shifted),
+// any other scale in [2^-119, 2^127) by the scale's table (StoreBf16AsFp8ByTable); elsewhere the
+// float path. StoreBf16AsFp8 picks the one its Bf16Fp8Tables were made for.
+//
 // bf16 into an fp8 cache whose scale is a power of two, 2^-s with |s| <= kMaxBf16Fp8Shift, on
 // AVX-512 (variable 16-bit shifts): the value v * 2^s of each bf16 rounded to E4M3 in 16-bit
 // lanes, 32 at a time, without widening to float32 (StoreFp8 takes about 15 operations per 16
@@ -85,10 +108,94 @@ HWY_INLINE hn::Vec<hn::Rebind<std::uint8_t, hn::ScalableTag<std::uint16_t>>> Low
       _mm512_cvtepi16_epi8(w.raw)};
 }
 
-// 32 bf16 words (one AVX-512 vector) -> 32 E4M3 bytes at p; with kStream a streaming store, p
-// aligned to 32 bytes.
+// What StoreBf16AsFp8 needs of a scale, made once per loop: the power of two's shift, or else
+// the scale's Bf16Fp8Map in registers (words 0-31, 32-63, 64-95, 96-127), the table path's
+// constants, and the scale for the float path. Once per loop because the stores go through
+// uint8_t pointers, which may alias the map, so a table read inside the loop would be reloaded on
+// every iteration; and with the constants inside the function GCC broadcast three of them again
+// on every one.
+inline constexpr int kNoBf16Fp8Shift = 1 << 20;
+
+// Whether StoreBf16AsFp8 can take this scale: a power of two in range, or a table.
+inline bool Bf16Fp8In16Bits(const CacheScale& cs) {
+  int s = 0;
+  return Bf16Fp8Shift(cs.inv, s) || cs.bf16 != nullptr;
+}
+
+struct Bf16Fp8Tables {
+  explicit Bf16Fp8Tables(const CacheScale& cs) : scale(cs.scale), inv(cs.inv) {
+    if (Bf16Fp8Shift(cs.inv, shift)) return;
+    shift = kNoBf16Fp8Shift;
+    w0 = _mm512_load_si512(cs.bf16->words);
+    w1 = _mm512_load_si512(cs.bf16->words + 32);
+    w2 = _mm512_load_si512(cs.bf16->words + 64);
+    w3 = _mm512_load_si512(cs.bf16->words + 96);
+  }
+  int shift = kNoBf16Fp8Shift;
+  __m512i w0 = _mm512_setzero_si512(), w1 = w0, w2 = w0, w3 = w0;
+  __m512i bit6 = _mm512_set1_epi16(0x40);
+  __m512i exponent8 = _mm512_set1_epi16(0x7F8);
+  __m512i seven = _mm512_set1_epi16(7);
+  __m512i max_code = _mm512_set1_epi16(0x7E);
+  __m512i sign_byte = _mm512_set1_epi16(0x80);
+  float scale, inv;
+};
+
+// The scale's table (Bf16Fp8Map, kv_cache_kernel.h, which derives it): the code of a bf16 magnitude
+// a is t = 8 E + words[a & 0x7F], E = a >> 7, looked up by two two-table word permutes (VPERMI2W,
+// whose index is a's low 6 bits; bit 6 picks the pair) and saturated by a min; the sign bit on
+// top. A vector with a lane the table does not cover (t < 8, or an infinity or NaN) goes through
+// the float path (Bf16ToFp8ByFloat). About 14 operations per 32 values where the table covers
+// every lane, three of them shuffles (the power-of-two path has one); the float path's division
+// alone takes about as long as all of them. A fused append of bf16 into fp8 with the scale 0.0123
+// took 1.9 to 3.2 times as long as with 1/64 before this path, and 1.02 to 1.13 times with it
+// (Zen 4, the two binaries in turn; docs/benchmarks.md, session 24).
+//
+// 32 bf16 words (one AVX-512 vector) -> 32 E4M3 bytes at p, the same bits as the float path; with
+// kStream a streaming store, p aligned to 32 bytes.
 template <bool kStream = false>
-HWY_INLINE void StoreBf16AsFp8(hn::Vec<hn::ScalableTag<std::uint16_t>> x, int s, std::uint8_t* p) {
+HWY_INLINE void StoreBf16AsFp8ByTable(hn::Vec<hn::ScalableTag<std::uint16_t>> x,
+                                      const Bf16Fp8Tables& tab, std::uint8_t* p) {
+  const hn::ScalableTag<std::uint16_t> du;
+  const hn::Rebind<std::uint8_t, decltype(du)> d8;
+  const __m512i xi = x.raw;
+  // words[m]: the permutes read bits 0-5 of each index word, bit 6 chooses between them.
+  const __m512i look = _mm512_mask_blend_epi16(_mm512_test_epi16_mask(xi, tab.bit6),
+                                               _mm512_permutex2var_epi16(tab.w0, xi, tab.w1),
+                                               _mm512_permutex2var_epi16(tab.w2, xi, tab.w3));
+  // 8 E: (x >> 4) & 0x7F8 (the sign bit lands in bit 11, outside the mask); E < 255, no infinity
+  // or NaN, where it is below 0x7F8.
+  const __m512i e8 = _mm512_and_si512(_mm512_srli_epi16(xi, 4), tab.exponent8);
+  const __m512i t = _mm512_add_epi16(e8, look);
+  const __mmask32 covered =
+      _mm512_mask_cmplt_epi16_mask(_mm512_cmpgt_epi16_mask(t, tab.seven), e8, tab.exponent8);
+  hn::Vec<decltype(d8)> bytes;
+  if (HWY_LIKELY(covered == 0xFFFFFFFFu)) {
+    // The sign, bit 15 of x, into bit 7 of the byte by a bitwise select (VPTERNLOG): the
+    // magnitude is at most 0x7E.
+    const hn::Vec<decltype(du)> mag{_mm512_min_epi16(t, tab.max_code)};
+    bytes = LowBytes(
+        hn::IfVecThenElse(hn::Vec<decltype(du)>{tab.sign_byte}, hn::ShiftRight<8>(x), mag));
+  } else {
+    // Zeros, bf16 subnormals, E4M3 subnormal results, infinities and NaNs: for uniform values in
+    // [-1, 1) at scale 1/64, one vector of 32 in about 130; zeros take this way.
+    alignas(64) std::uint16_t words[32];
+    alignas(32) std::uint8_t out[32];
+    hn::Store(x, du, words);
+    Bf16ToFp8ByFloat(words, tab.scale, tab.inv, out);
+    bytes = hn::Load(d8, out);
+  }
+  if constexpr (kStream) {
+    hn::Stream(bytes, d8, p);
+  } else {
+    hn::StoreU(bytes, d8, p);
+  }
+}
+// 32 bf16 words (one AVX-512 vector) -> 32 E4M3 bytes at p for the scale 2^-s; with kStream a
+// streaming store, p aligned to 32 bytes.
+template <bool kStream = false>
+HWY_INLINE void StoreBf16AsFp8Shifted(hn::Vec<hn::ScalableTag<std::uint16_t>> x, int s,
+                                      std::uint8_t* p) {
   const hn::ScalableTag<std::uint16_t> du;
   const hn::ScalableTag<std::int16_t> di;
   const hn::Rebind<std::uint8_t, decltype(du)> d8;
@@ -143,6 +250,34 @@ HWY_INLINE void StoreBf16AsFp8(hn::Vec<hn::ScalableTag<std::uint16_t>> x, int s,
     hn::Stream(bytes, d8, p);
   } else {
     hn::StoreU(bytes, d8, p);
+  }
+}
+
+// f(store) with the store StoreBf16AsFp8 picks for `tab` (a callable of a vector of 32 words and
+// p), for loops that choose once: a choice per vector made a 64-token decode of 32 kv heads into
+// fp8 with a power-of-two scale 5% slower (Zen 4).
+template <bool kStream = false, class F>
+HWY_INLINE void WithBf16Fp8Store(const Bf16Fp8Tables& tab, const F& f) {
+  if (tab.shift != kNoBf16Fp8Shift) {
+    const int s = tab.shift;
+    f([s](hn::Vec<hn::ScalableTag<std::uint16_t>> x, std::uint8_t* p) {
+      StoreBf16AsFp8Shifted<kStream>(x, s, p);
+    });
+  } else {
+    f([&tab](hn::Vec<hn::ScalableTag<std::uint16_t>> x, std::uint8_t* p) {
+      StoreBf16AsFp8ByTable<kStream>(x, tab, p);
+    });
+  }
+}
+
+// 32 bf16 words -> 32 E4M3 bytes at p by the way `tab` was made for.
+template <bool kStream = false>
+HWY_INLINE void StoreBf16AsFp8(hn::Vec<hn::ScalableTag<std::uint16_t>> x, const Bf16Fp8Tables& tab,
+                               std::uint8_t* p) {
+  if (tab.shift != kNoBf16Fp8Shift) {
+    StoreBf16AsFp8Shifted<kStream>(x, tab.shift, p);
+  } else {
+    StoreBf16AsFp8ByTable<kStream>(x, tab, p);
   }
 }
 #endif

@@ -28,6 +28,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <optional>
 #include <type_traits>
 
 #include "rope/kernels/avx512_bf16.h"
@@ -112,21 +113,24 @@ HWY_INLINE void EmitK2(KTag ktag, CTag ctag, D d, hn::Vec<D> y0, hn::Vec<D> y1,
   }
 }
 
-// The shift of StoreBf16AsFp8 for bf16 (k or v) into an fp8 cache with this scale, or
-// kNoBf16Fp8Shift where it does not apply (other dtypes or targets, other scales). Shifts are
-// negative for scales above 1.
-inline constexpr int kNoBf16Fp8Shift = 1 << 20;
-
+// Whether bf16 values (k or v) go into this fp8 cache in 16-bit lanes (StoreBf16AsFp8): on
+// AVX-512, for a power-of-two scale or one the call has a table of (TokenKv::k_fp8_map, v_fp8_map).
 template <class KTag, class CTag>
-HWY_INLINE int Bf16Fp8StoreShift([[maybe_unused]] CacheScale scale) {
+HWY_INLINE bool Bf16Fp8In16BitLanes([[maybe_unused]] const CacheScale& scale) {
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
   if constexpr (std::is_same_v<KTag, BF16Tag> && std::is_same_v<CTag, Fp8Tag>) {
-    int s = 0;
-    if (Bf16Fp8Shift(scale.inv, s)) return s;
+    return Bf16Fp8In16Bits(scale);
   }
 #endif
-  return kNoBf16Fp8Shift;
+  return false;
 }
+
+#if !(HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3)
+// fp8-inl.h's, on AVX-512 only; here never made (Bf16Fp8In16BitLanes is false).
+struct Bf16Fp8Tables {
+  explicit Bf16Fp8Tables(const CacheScale&) {}
+};
+#endif
 
 // Dims [0, count) converted from `in` to the cache, unchanged in value (apart from fp8's scale).
 template <class InTag, class CTag>
@@ -142,11 +146,13 @@ HWY_NOINLINE void ConvertCopy(InTag itag, CTag ctag, const typename InTag::Stora
   std::int64_t i = 0;
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
   if constexpr (std::is_same_v<InTag, BF16Tag> && std::is_same_v<CTag, Fp8Tag>) {
-    const int shift = Bf16Fp8StoreShift<InTag, CTag>(scale);
-    if (shift != kNoBf16Fp8Shift) {
+    if (Bf16Fp8In16BitLanes<InTag, CTag>(scale)) {
+      const Bf16Fp8Tables tab(scale);
       const hn::ScalableTag<std::uint16_t> du;
       const auto lanes = static_cast<std::int64_t>(hn::Lanes(du));
-      for (; i + lanes <= count; i += lanes) StoreBf16AsFp8(hn::LoadU(du, in + i), shift, out + i);
+      WithBf16Fp8Store(tab, [&](const auto& store) {
+        for (; i + lanes <= count; i += lanes) store(hn::LoadU(du, in + i), out + i);
+      });
     }
   }
 #endif
@@ -164,20 +170,21 @@ HWY_NOINLINE void ConvertCopy(InTag itag, CTag ctag, const typename InTag::Stora
   for (; i < count; ++i) StoreCache(ctag, d1, LoadF32(itag, d1, in + i), out + i, scale);
 }
 
-// EmitK2, or where Bf16Fp8StoreShift gave a shift: the two vectors' bf16 words (what apply_rope
-// stores, also to `back`) converted to E4M3 in 16-bit lanes.
+// EmitK2, or with the scale's table in registers (tab, bf16 k into fp8 on AVX-512; else null):
+// the two vectors' bf16 words (what apply_rope stores, also to `back`) converted to E4M3 in
+// 16-bit lanes.
 template <class KTag, class CTag, class D>
-HWY_INLINE void EmitK2Shifted(KTag ktag, CTag ctag, D d, hn::Vec<D> y0, hn::Vec<D> y1,
-                              typename KTag::Storage* back, typename CTag::Storage* cache,
-                              CacheScale scale, [[maybe_unused]] int shift) {
+HWY_INLINE void EmitK2Mapped(KTag ktag, CTag ctag, D d, hn::Vec<D> y0, hn::Vec<D> y1,
+                             typename KTag::Storage* back, typename CTag::Storage* cache,
+                             CacheScale scale, [[maybe_unused]] const Bf16Fp8Tables* tab) {
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
   if constexpr (std::is_same_v<KTag, BF16Tag> && std::is_same_v<CTag, Fp8Tag> &&
                 hn::MaxLanes(D()) * 2 == hn::MaxLanes(hn::ScalableTag<std::uint16_t>())) {
-    if (shift != kNoBf16Fp8Shift) {
+    if (tab) {
       alignas(64) std::uint16_t words[2 * hn::MaxLanes(D())];
       std::uint16_t* w = back ? back : words;
       StoreResultsF32x2(ktag, d, y0, y1, w);
-      StoreBf16AsFp8(hn::LoadU(hn::ScalableTag<std::uint16_t>(), w), shift, cache);
+      StoreBf16AsFp8(hn::LoadU(hn::ScalableTag<std::uint16_t>(), w), *tab, cache);
       return;
     }
   }
@@ -190,8 +197,11 @@ HWY_NOINLINE void RotateKHead(KTag ktag, CTag ctag, const typename KTag::Storage
                               typename KTag::Storage* back, typename CTag::Storage* out,
                               const TokenKv& t) {
   const std::int64_t n = t.pairs;
-  const CacheScale scale{t.k_scale, t.k_inv_scale};
-  [[maybe_unused]] const int shift = Bf16Fp8StoreShift<KTag, CTag>(scale);
+  const CacheScale scale{t.k_scale, t.k_inv_scale, t.k_fp8_map};
+  // The table in registers for the whole head, where there is one.
+  std::optional<Bf16Fp8Tables> tables;
+  if (Bf16Fp8In16BitLanes<KTag, CTag>(scale)) tables.emplace(scale);
+  [[maybe_unused]] const Bf16Fp8Tables* tab = tables ? &*tables : nullptr;
   auto at = [&](std::int64_t j) { return back ? back + j : nullptr; };
   if (t.layout == Layout::kHalfSplit) {
     std::int64_t i = 0;
@@ -211,8 +221,8 @@ HWY_NOINLINE void RotateKHead(KTag ktag, CTag ctag, const typename KTag::Storage
                     hn::LoadU(d, t.c + i), hn::LoadU(d, t.s + i), ya0, yb0);
       HalfSplitMath(d, LoadF32(ktag, d, in + i + lanes), LoadF32(ktag, d, in + i + n + lanes),
                     hn::LoadU(d, t.c + i + lanes), hn::LoadU(d, t.s + i + lanes), ya1, yb1);
-      EmitK2Shifted(ktag, ctag, d, ya0, ya1, at(i), out + i, scale, shift);
-      EmitK2Shifted(ktag, ctag, d, yb0, yb1, at(i + n), out + i + n, scale, shift);
+      EmitK2Mapped(ktag, ctag, d, ya0, ya1, at(i), out + i, scale, tab);
+      EmitK2Mapped(ktag, ctag, d, yb0, yb1, at(i + n), out + i + n, scale, tab);
     }
     for (; i + lanes <= n; i += lanes) body(d, i);
 #endif
@@ -232,7 +242,7 @@ HWY_NOINLINE void RotateKHead(KTag ktag, CTag ctag, const typename KTag::Storage
         InterleavedMath(d, x0, hn::Shuffle2301(x0), hn::LoadU(d, t.c + j), hn::LoadU(d, t.s + j));
     const auto y1 = InterleavedMath(d, x1, hn::Shuffle2301(x1), hn::LoadU(d, t.c + j + lanes),
                                     hn::LoadU(d, t.s + j + lanes));
-    EmitK2Shifted(ktag, ctag, d, y0, y1, at(j), out + j, scale, shift);
+    EmitK2Mapped(ktag, ctag, d, y0, y1, at(j), out + j, scale, tab);
   }
   for (; j + lanes <= dims; j += lanes) {
     const auto x = LoadF32(ktag, d, in + j);
@@ -305,7 +315,7 @@ HWY_INLINE bool StreamAsIs(const TokenKv& t, const typename InTag::Storage* in,
 }
 
 // bf16 words of a head into its fp8 cache row with streaming stores straight from the registers
-// (StoreBf16AsFp8<true>), with stream_cache, a power-of-two scale, whole vectors and a row on a
+// (StoreBf16AsFp8<true>), with stream_cache, the scale's table, whole vectors and a row on a
 // 32-byte boundary; false, nothing done, otherwise (the caller stages the row). The same bits as
 // ConvertCopy. In one process on Zen 5 (in a loaded hour, about twice the quiet times), medians
 // of 21, against staging: Llama 2 7B prefill 13.2 -> 10.7 ms, Llama 3 8B 4.6 -> 3.9 ms.
@@ -322,10 +332,11 @@ HWY_INLINE bool StreamBf16AsFp8Row([[maybe_unused]] const TokenKv& t,
         reinterpret_cast<std::uintptr_t>(out) % static_cast<std::uintptr_t>(lanes) != 0) {
       return false;
     }
-    const int shift = Bf16Fp8StoreShift<InTag, CTag>(scale);
-    if (shift == kNoBf16Fp8Shift) return false;
-    for (std::int64_t i = 0; i < t.head_dim; i += lanes)
-      StoreBf16AsFp8<true>(hn::LoadU(du, in + i), shift, out + i);
+    if (!Bf16Fp8In16BitLanes<InTag, CTag>(scale)) return false;
+    const Bf16Fp8Tables tab(scale);
+    WithBf16Fp8Store<true>(tab, [&](const auto& store) {
+      for (std::int64_t i = 0; i < t.head_dim; i += lanes) store(hn::LoadU(du, in + i), out + i);
+    });
     return true;
   }
 #endif
@@ -475,21 +486,21 @@ HWY_INLINE void RotatePackedBf16Keys(const TokenKv& t, void* out) {
   rotate_token_heads(th);
 }
 
-// bf16 k into an fp8 cache with a power-of-two scale (StoreBf16AsFp8), every dim rotated, heads
+// bf16 k into an fp8 cache by the scale's table (StoreBf16AsFp8), every dim rotated, heads
 // packed: the token's heads rotated by rotate_token_heads, apply_rope's own kernel (AVX-512 BF16's
 // rounding and rows in registers where it has them), into k itself when it is rotated in place
 // or else a buffer on the stack, then each head's words rounded to E4M3 by ConvertCopy, all in
 // L1. Rotating and rounding in one loop (RotateKHead) needs more than the 32 vector registers:
 // GCC re-broadcast StoreBf16AsFp8's constants on every iteration, and a 64-token decode of Llama 2
 // 7B took about 1.25 times rotate-then-copy (Zen 5). The same bits: the words are apply_rope's,
-// and ConvertCopy rounds them as EmitK2Shifted does. (A bf16 cache the same way was no faster
+// and ConvertCopy rounds them as EmitK2Mapped does. (A bf16 cache the same way was no faster
 // than AppendKRowInRegisters at prefill, three alternations: Llama 2 7B 5.88-5.93 against
 // 5.66-5.88 ms, Llama 3 8B 1.92-2.02 against 2.09-2.20 ms; left as it is.) False, nothing done,
 // where it does not apply.
 HWY_INLINE bool AppendBf16KAsFp8ByToken(const TokenKv& t) {
   constexpr std::int64_t kMaxWords = 8192;  // 16 KiB: Llama 2 7B's 32 heads of 128 take half
-  const CacheScale ks{t.k_scale, t.k_inv_scale};
-  if (Bf16Fp8StoreShift<BF16Tag, Fp8Tag>(ks) == kNoBf16Fp8Shift || t.pairs == 0 || t.offset != 0 ||
+  const CacheScale ks{t.k_scale, t.k_inv_scale, t.k_fp8_map};
+  if (!Bf16Fp8In16BitLanes<BF16Tag, Fp8Tag>(ks) || t.pairs == 0 || t.offset != 0 ||
       2 * t.pairs != t.head_dim || t.k_head_stride != t.head_dim ||
       t.heads * t.head_dim > kMaxWords) {
     return false;
@@ -565,7 +576,7 @@ HWY_INLINE void AppendK(KTag ktag, CTag ctag, const TokenKv& t) {
   K* back = static_cast<K*>(t.k_back);
   C* out = static_cast<C*>(t.k_cache);
   const std::int64_t rotated = 2 * t.pairs;
-  const CacheScale ks{t.k_scale, t.k_inv_scale};
+  const CacheScale ks{t.k_scale, t.k_inv_scale, t.k_fp8_map};
   for (std::int64_t h = 0; h < t.heads; ++h) {
     const K* hin = in + h * t.k_head_stride;
     if (t.prefetch) prefetch_ahead(hin, t.head_dim);
@@ -590,7 +601,7 @@ template <class VTag, class CTag>
 HWY_INLINE void AppendV(VTag vtag, CTag ctag, const TokenKv& t) {
   const auto* in = static_cast<const typename VTag::Storage*>(t.v);
   auto* out = static_cast<typename CTag::Storage*>(t.v_cache);
-  const CacheScale vs{t.v_scale, t.v_inv_scale};
+  const CacheScale vs{t.v_scale, t.v_inv_scale, t.v_fp8_map};
   if (!t.stream_cache && t.v_head_stride == t.head_dim && t.cache_head_stride == t.head_dim) {
     // Heads packed in v and in the cache cell (vLLM's layout, FlashInfer's NHD): the token's row
     // in one call, not one per head (ConvertCopy's set-up, a memcpy's, per head of 128).

@@ -9,6 +9,9 @@
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>
 
+#include <bit>
+#include <cstdint>
+
 #include "rope/kernels/kv_cache-inl.h"
 #include "rope/kernels/kv_cache_kernel.h"
 // clang-format on
@@ -18,6 +21,24 @@ namespace posenc::detail {
 namespace HWY_NAMESPACE {
 
 void AppendTokenKvFp8(const TokenKv& t) { AppendTyped(Fp8Tag(), t); }
+
+// Bf16Fp8Map's words by the float path (kv_cache_kernel.h derives them): the codes of the 128
+// bf16 values at the anchor exponent E0, each minus 8 E0. Made on every target (the float path
+// gives the same bits on all of them), so that a table kept across calls serves any target.
+bool MakeBf16Fp8Map(float scale, Bf16Fp8Map* map) {
+  const auto bits = std::bit_cast<std::uint32_t>(scale);
+  const auto field = static_cast<int>(bits >> 23);  // the sign bit makes it > 255
+  // scale = 2^e * ms with e = field - 127, so E0 = 128 + e = field + 1, in [9, 254].
+  if (field < 8 || field > 253) return false;
+  const int e0 = field + 1;
+  alignas(64) std::uint16_t words[128];
+  for (int m = 0; m < 128; ++m) words[m] = static_cast<std::uint16_t>(e0 << 7 | m);
+  alignas(64) std::uint8_t codes[128];
+  for (int i = 0; i < 128; i += 32)
+    Bf16ToFp8ByFloat(words + i, scale, exact_inverse(scale), codes + i);
+  for (int m = 0; m < 128; ++m) map->words[m] = static_cast<std::int16_t>(codes[m] - 8 * e0);
+  return true;
+}
 
 }  // namespace HWY_NAMESPACE
 }  // namespace posenc::detail
@@ -29,6 +50,12 @@ namespace posenc::detail {
 HWY_EXPORT(AppendTokenKvFp8);
 
 void append_token_kv_fp8(const TokenKv& args) { HWY_DYNAMIC_DISPATCH(AppendTokenKvFp8)(args); }
+
+HWY_EXPORT(MakeBf16Fp8Map);
+
+bool make_bf16_fp8_map(float scale, Bf16Fp8Map& map) {
+  return HWY_DYNAMIC_DISPATCH(MakeBf16Fp8Map)(scale, &map);
+}
 
 }  // namespace posenc::detail
 #endif  // HWY_ONCE

@@ -12,6 +12,8 @@
 
 namespace posenc::detail {
 
+struct Bf16Fp8Map;  // below
+
 struct TokenKv {
   const void* k = nullptr;  // first element of the token's first head
   DType k_dtype = DType::kF32;
@@ -35,6 +37,10 @@ struct TokenKv {
   float v_scale = 1.0f;
   float k_inv_scale = 0.0f;  // exact_inverse(k_scale): nonzero, the kernel multiplies by it
   float v_inv_scale = 0.0f;
+  // bf16 k or v into an fp8 cache: the scale's table (make_bf16_fp8_map), or null where it has
+  // none (the float path).
+  const Bf16Fp8Map* k_fp8_map = nullptr;
+  const Bf16Fp8Map* v_fp8_map = nullptr;
   // Write the cache rows with non-temporal (streaming) stores: each row is made in a buffer on
   // the stack and then copied out by whole aligned vectors that bypass the caches. The caller
   // sets it for large appends (a prefill) and calls hwy::FlushStream() (sfence) once it is done
@@ -54,10 +60,37 @@ struct Fp8Tag {
   using Storage = std::uint8_t;
 };
 
-// An fp8 cache's divisor and its exact reciprocal (exact_inverse) or 0, as the kernel takes them.
+// bf16 values divided by an fp8 cache's scale and rounded to E4M3, by a table of 128 words
+// (fp8-inl.h's StoreBf16AsFp8 uses it on AVX-512; the float path is the definition).
+//
+// A bf16 magnitude a has the exponent field E = a >> 7 and the mantissa m = a & 0x7F, so its value
+// is 2^(E - 127) (1 + m / 128) for E >= 1. The stored code is e4m3(fl32(v / scale)). Let E0 be the
+// exponent field of 2^(e + 1) for scale = 2^e * ms (1 <= ms < 2): E0 = 128 + e. Then v / scale at
+// (E0, m) is 2 (1 + m / 128) / ms, in (1, 4), and its code c(m) is a normal E4M3 code in [0x38,
+// 0x48]. Dividing by scale, rounding to float32 and rounding to E4M3 all commute with a power of
+// two 2^k while every result stays normal, and a normal E4M3 code grows by 8 per factor 2, so at
+// any E the code is
+//   t = 8 (E - E0) + c(m) = 8 E + words[m],   words[m] = c(m) - 8 E0,
+// where t >= 8 (a normal result; t = 8 also where the value lies just below 2^-6, whose subnormal
+// rounding reaches 2^-6 as well) and E < 255 (not an infinity or NaN); min(t, 0x7E) saturates as
+// the float path does (every code above 0x7E is a value of at least 480). Lanes outside (t < 8:
+// zeros, bf16 subnormals and E4M3 subnormal results; E = 255) take the float path. E0 >= 9 keeps
+// t < 8 for every E = 0 lane; E0 <= 254 keeps the anchor finite: scales in [2^-119, 2^127).
+struct Bf16Fp8Map {
+  alignas(64) std::int16_t words[128];
+};
+
+// The table of `scale` (a positive finite float) into `map`, by the float path on the 128 values
+// at E0 (the same bits on every target; only AVX-512 reads it); false, leaving `map` as it was,
+// where the scale is outside [2^-119, 2^127). About 64 ns (Zen 4): kv_cache.cc keeps them.
+bool make_bf16_fp8_map(float scale, Bf16Fp8Map& map);
+
+// An fp8 cache's divisor, its exact reciprocal (exact_inverse) or 0, and for bf16 values its table
+// (make_bf16_fp8_map) or null, as the kernel takes them.
 struct CacheScale {
   float scale = 1.0f;
   float inv = 0.0f;
+  const Bf16Fp8Map* bf16 = nullptr;
 };
 
 // 1 / scale when it is exact and a normal float (scale = +-2^k, k in [-126, 126]), else 0. Then
