@@ -141,11 +141,7 @@ inline Row kernel_row(Layout layout, float sign, std::int64_t n, Row row, float*
                       float* s2) {
   const auto [c, s] = row;
   if (layout == Layout::kInterleaved) {
-    for (std::int64_t i = 0; i < n; ++i) {
-      c2[2 * i] = c2[2 * i + 1] = c[i];
-      s2[2 * i] = -sign * s[i];
-      s2[2 * i + 1] = sign * s[i];
-    }
+    expand_interleaved_row(c, s, sign, n, c2, s2);
     return {c2, s2};
   }
   if (sign < 0) {

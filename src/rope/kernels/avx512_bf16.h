@@ -37,8 +37,9 @@ bool avx512_bf16_supported();
 bool avx512_bf16_enabled();
 void set_avx512_bf16_enabled(bool on);  // targets.cc; on only where supported
 
-// rotate_token_heads for a bf16, half-split t with 32, 64 or 128 pairs, when avx512_bf16_enabled();
-// returns false (nothing done) for anything else. Call it from the AVX3 target's code only.
+// rotate_token_heads for a bf16 t, half-split with 32, 64 or 128 pairs or interleaved with 16, 32,
+// 64 or 128, when avx512_bf16_enabled(); returns false (nothing done) for anything else. Call it
+// from the AVX3 target's code only.
 bool rotate_bf16_heads_avx512_bf16(const TokenHeads& t);
 
 // x[i] <- bf16(x[i] * scale) in place for i in [0, count) (the bf16 pass of the benchmarks'

@@ -165,6 +165,9 @@ HWY_NOINLINE void ConvertCopy(InTag itag, CTag ctag, const typename InTag::Stora
   }
   for (; i + lanes <= count; i += lanes)
     StoreCache(ctag, d, LoadF32(itag, d, in + i), out + i, scale);
+  NarrowerVectors(i, count, [&](auto dd, std::int64_t i0) {
+    StoreCache(ctag, dd, LoadF32(itag, dd, in + i0), out + i0, scale);
+  });
 #endif
   const hn::CappedTag<float, 1> d1;
   for (; i < count; ++i) StoreCache(ctag, d1, LoadF32(itag, d1, in + i), out + i, scale);
@@ -225,6 +228,7 @@ HWY_NOINLINE void RotateKHead(KTag ktag, CTag ctag, const typename KTag::Storage
       EmitK2Mapped(ktag, ctag, d, yb0, yb1, at(i + n), out + i + n, scale, tab);
     }
     for (; i + lanes <= n; i += lanes) body(d, i);
+    NarrowerVectors(i, n, body);
 #endif
     const hn::CappedTag<float, 1> d1;
     for (; i < n; ++i) body(d1, i);
@@ -244,12 +248,15 @@ HWY_NOINLINE void RotateKHead(KTag ktag, CTag ctag, const typename KTag::Storage
                                     hn::LoadU(d, t.s + j + lanes));
     EmitK2Mapped(ktag, ctag, d, y0, y1, at(j), out + j, scale, tab);
   }
-  for (; j + lanes <= dims; j += lanes) {
-    const auto x = LoadF32(ktag, d, in + j);
-    EmitK(ktag, ctag, d,
-          InterleavedMath(d, x, hn::Shuffle2301(x), hn::LoadU(d, t.c + j), hn::LoadU(d, t.s + j)),
-          at(j), out + j, scale);
-  }
+  auto interleaved = [&](auto dd, std::int64_t j0) {
+    const auto x = LoadF32(ktag, dd, in + j0);
+    EmitK(ktag, ctag, dd,
+          InterleavedMath(dd, x, hn::Shuffle2301(x), hn::LoadU(dd, t.c + j0),
+                          hn::LoadU(dd, t.s + j0)),
+          at(j0), out + j0, scale);
+  };
+  for (; j + lanes <= dims; j += lanes) interleaved(d, j);
+  NarrowerVectors(j, dims, interleaved);
 #endif
   const hn::CappedTag<float, 1> d1;
   for (; j < dims; j += 2) {

@@ -92,6 +92,11 @@ inline void prefetch_ahead(const T* p, std::int64_t count) {
 // Runs on the best SIMD target this CPU supports (or the forced one, targets.h).
 void rotate_token_heads(const TokenHeads& args);
 
+// An interleaved row in the kernels' form from (c, s), n values each: c2 = [c0 c0 c1 c1 ...],
+// s2 = [-sign s0, sign s0, -sign s1, sign s1, ...] (sign +-1: exact), 2n values each.
+void expand_interleaved_row(const float* c, const float* s, float sign, std::int64_t n, float* c2,
+                            float* s2);
+
 // A run of tokens of one tensor: token k's heads start at heads.in + k * in_token_stride and
 // heads.out + k * out_token_stride (elements) and are rotated with the rows c[k], s[k] (the form
 // TokenHeads takes); heads.c and heads.s are not read. The same bits as rotate_token_heads per
