@@ -4,8 +4,8 @@
 // A case is a shape, a storage dtype, whether cos/sin come from a CosSinTable or are computed on
 // the fly, and the number of kernel threads. Its name is
 //   <shape>/<dtype>/<table|on-the-fly>/threads:<n>     e.g. llama2-7b-decode/f32/table/threads:1
-// The rotation is plain RoPE (rope_theta 10000, rotary_dim = head_dim, half-split; mrope shapes
-// add an axis map, Shape::mrope), in place, on
+// The rotation is plain RoPE (rope_theta 10000, rotary_dim = head_dim, half-split, unless the shape
+// says otherwise; mrope shapes add an axis map, Shape::mrope), in place, on
 // a contiguous [tokens, heads, head_dim] tensor; positions are first_position + t for token t.
 //
 // Bytes moved per call (what bytes_per_second counts): the tensor is read once and written once,
@@ -37,6 +37,11 @@ struct Shape {
   // Fused cases (rope_append_kv_cache): the k and v heads (GQA: fewer than `heads`, the q heads);
   // 0 for the RoPE-only cases.
   std::int64_t kv_heads = 0;
+  // The rotated dims of each head (partial rotary), 0: all of them; and the layout of the pairs.
+  std::int64_t rotary_dim = 0;
+  bool interleaved = false;
+
+  std::int64_t rotary() const { return rotary_dim > 0 ? rotary_dim : head_dim; }
 };
 
 struct Case {
@@ -70,6 +75,12 @@ struct Case {
 //   head_dim-256             2048 tokens,  8 heads, 256
 //   mrope-prefill-q          4096 tokens, 32 heads, 128   (llama2-7b-prefill-q's shape with
 //                                                          Qwen2-VL's 3-axis M-RoPE)
+//   llama2-7b-gguf-prefill-gqa-k  llama2-7b-prefill-gqa-k's shape with interleaved pairs, as
+//                                 llama.cpp rotates Llama's GGUF q and k (GGML_ROPE_TYPE_NORM)
+//   gpt-neox-20b-prefill-k   2048 tokens, 64 heads, 96, 24 of them rotated (partial rotary 0.25,
+//                            half-split): rows of 12 pairs, less than one AVX-512 vector. Its
+//                            bytes are still the whole tensor's, as every case's (the stream and
+//                            memcpy move them all; the kernel touches the lines it rotates).
 std::span<const Shape> shapes();
 
 // The fused RoPE + KV-cache shapes (kv_heads set), each timed against rotate-then-copy:

@@ -73,23 +73,26 @@ struct Storage<DType::kF32> {
   static float store(float v) { return v; }
 };
 
-// The baseline a reader would write first: half-split pairs (i, i + n), y = R(theta) x.
+// The baseline a reader would write first: pairs (i, i + n) half-split or (2i, 2i + 1)
+// interleaved of the first rotary dims, y = R(theta) x.
 template <DType kDType>
 void rotate_scalar_as(void* data, const Shape& shape, const float* cos_rows,
                       const float* sin_rows) {
   using S = Storage<kDType>;
   auto* x = static_cast<typename S::Type*>(data);
-  const std::int64_t n = shape.head_dim / 2;
+  const std::int64_t n = shape.rotary() / 2;
+  const std::int64_t partner = shape.interleaved ? 1 : n;
   for (std::int64_t t = 0; t < shape.tokens; ++t) {
     const float* c = cos_rows + t * n;
     const float* s = sin_rows + t * n;
     for (std::int64_t h = 0; h < shape.heads; ++h) {
       auto* head = x + (t * shape.heads + h) * shape.head_dim;
       for (std::int64_t i = 0; i < n; ++i) {
-        const float a = S::load(head[i]);
-        const float b = S::load(head[i + n]);
-        head[i] = S::store(a * c[i] - b * s[i]);
-        head[i + n] = S::store(b * c[i] + a * s[i]);
+        const std::int64_t first = shape.interleaved ? 2 * i : i;
+        const float a = S::load(head[first]);
+        const float b = S::load(head[first + partner]);
+        head[first] = S::store(a * c[i] - b * s[i]);
+        head[first + partner] = S::store(b * c[i] + a * s[i]);
       }
     }
   }
@@ -109,7 +112,8 @@ float element(const std::byte* data, DType dtype, std::int64_t i) {
 RopeSpec plain_rope(const Shape& shape) {
   RopeSpec spec;
   spec.head_dim = shape.head_dim;
-  spec.rotary_dim = shape.head_dim;
+  spec.rotary_dim = shape.rotary();
+  spec.layout = shape.interleaved ? Layout::kInterleaved : Layout::kHalfSplit;
   if (shape.mrope) {
     const std::int64_t sections[] = {16, 24, 24};
     spec.axis_map = mrope_sections(sections);
@@ -136,7 +140,7 @@ Workload::Workload(const Shape& shape, DType dtype)
       freqs_(compute_frequencies(plain_rope(shape))),
       data_(allocate(bytes_)),
       copy_(allocate(bytes_)) {
-  const std::int64_t n = shape.head_dim / 2;
+  const std::int64_t n = shape.rotary() / 2;
   const std::int64_t axes = axis_count(freqs_.spec);
   positions_.resize(static_cast<std::size_t>(axes * shape.tokens));
   for (std::int64_t t = 0; t < shape.tokens; ++t) {

@@ -84,6 +84,8 @@ nlohmann::json to_json(const Result& r, const std::string& target, int repetitio
                       {"tokens", r.c.shape.tokens},
                       {"heads", r.c.shape.heads},
                       {"head_dim", r.c.shape.head_dim},
+                      {"rotary_dim", r.c.shape.rotary()},
+                      {"layout", r.c.shape.interleaved ? "interleaved" : "half-split"},
                       {"first_position", r.c.shape.first_position},
                       {"table", r.c.table},
                       {"bytes", r.c.bytes_moved()},
