@@ -7,17 +7,25 @@
 //   library's is W * floor(n / W) for the capability's W (16, 32; DEFAULT: libm throughout), for
 //   n = 12..40 pairs; each checked entry is one where the two functions give different results.
 // - TorchCosSin: hf's cos/sin at positions where Sleef and the C library differ, and where a
-//   Sleef vector's large lane changes a small lane's result (the value torch 1.13 printed).
+//   Sleef vector's large lane changes a small lane's result (the value torch 1.13 printed); the
+//   flat rule (posenc computes four lanes at a time) against that rule written lane by lane here,
+//   on buffers mixing fast and slow lanes, and the row rule against the flat rule on emb.
 #include <gtest/gtest.h>
+#if defined(__x86_64__)
+#include <immintrin.h>  // before sleef.h: it declares the 4-lane kernels
+#endif
 #include <sleef.h>
 
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <random>
 #include <string>
 #include <vector>
 
+#include "core/torch_float32.h"
 #include "posenc/core/cos_sin.h"
 #include "posenc/core/error.h"
 #include "posenc/core/frequencies.h"
@@ -177,5 +185,81 @@ TEST(TorchCosSin, ALargeLaneInTheVectorChangesTheSmallOnes) {
     EXPECT_EQ(c[31], -0.9865114092826843);
   }
 }
+
+#if defined(__x86_64__)
+// torch's vec::map over a contiguous buffer, one lane at a time (the rule of docs/numerics.md,
+// written here from Sleef's and ATen's sources, not from posenc): groups of `lanes` from the
+// start; a group with any |x| >= 125 reduces every lane the Payne-Hanek way. Sleef's scalar
+// purecfma kernels reduce |x| >= 125 that way and smaller ones the Cody-Waite way; a small lane of
+// such a group is lane 0 of Sleef's 4-lane kernel with three lanes of 125 beside it.
+void LaneByLane(const std::vector<float>& x, std::size_t lanes, std::vector<float>& c,
+                std::vector<float>& s) {
+  for (std::size_t lo = 0; lo < x.size(); lo += lanes) {
+    const std::size_t hi = std::min(lo + lanes, x.size());
+    bool slow_group = false;
+    for (std::size_t i = lo; i < hi; ++i) slow_group = slow_group || !(std::fabs(x[i]) < 125.0f);
+    for (std::size_t i = lo; i < hi; ++i) {
+      if (!slow_group || !(std::fabs(x[i]) < 125.0f)) {
+        c[i] = Sleef_cosf1_u10purecfma(x[i]);
+        s[i] = Sleef_sinf1_u10purecfma(x[i]);
+      } else {
+        const __m128 v = _mm_setr_ps(x[i], 125.0f, 125.0f, 125.0f);
+        c[i] = _mm_cvtss_f32(Sleef_cosf4_u10avx2128(v));
+        s[i] = _mm_cvtss_f32(Sleef_sinf4_u10avx2128(v));
+      }
+    }
+  }
+}
+
+TEST(TorchCosSin, FourLanesAtATimeGiveTheLaneByLaneRule) {
+  if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) {
+    GTEST_SKIP() << "Sleef's FMA kernels need AVX2 and FMA";
+  }
+  std::mt19937 rng(5);
+  for (TorchCapability cap : {TorchCapability::kAvx2, TorchCapability::kAvx512}) {
+    const std::size_t lanes = cap == TorchCapability::kAvx512 ? 16 : 8;
+    for (std::size_t n : {3u, 4u, 8u, 12u, 13u, 16u, 40u, 128u, 257u}) {
+      for (int round = 0; round < 40; ++round) {
+        // Mostly fast lanes, some slow ones (rounds with none, with a few, with many), and the
+        // edges: +-125, the largest float below it, zeros, huge angles.
+        const double slow_share = round % 4 == 0 ? 0.0 : round % 4 == 1 ? 0.05 : 0.4;
+        std::uniform_real_distribution<float> small(-125.0f, 125.0f), large(125.0f, 1e7f);
+        std::bernoulli_distribution slow(slow_share), edge(0.05);
+        std::vector<float> x(n);
+        for (float& v : x) {
+          v = slow(rng) ? large(rng) : small(rng);
+          if (edge(rng)) {
+            const float edges[] = {125.0f, -125.0f, std::nextafter(125.0f, 0.0f),
+                                   0.0f,   -0.0f,   3.0e38f};
+            v = edges[rng() % 6];
+          }
+          if (rng() % 2) v = -v;
+        }
+        std::vector<float> want_c(n), want_s(n), c(n), s(n);
+        LaneByLane(x, lanes, want_c, want_s);
+        posenc::detail::torch_cos_sin_flat(x, c, s, cap);
+        for (std::size_t i = 0; i < n; ++i) {
+          ASSERT_EQ(std::bit_cast<std::uint32_t>(c[i]), std::bit_cast<std::uint32_t>(want_c[i]))
+              << "cos lane " << i << " of " << n << ", x " << x[i] << ", lanes " << lanes;
+          ASSERT_EQ(std::bit_cast<std::uint32_t>(s[i]), std::bit_cast<std::uint32_t>(want_s[i]))
+              << "sin lane " << i << " of " << n << ", x " << x[i] << ", lanes " << lanes;
+        }
+        // The row rule: emb = [x, x] through the flat rule, its first half.
+        std::vector<float> emb(x);
+        emb.insert(emb.end(), x.begin(), x.end());
+        std::vector<float> emb_c(2 * n), emb_s(2 * n);
+        LaneByLane(emb, lanes, emb_c, emb_s);
+        posenc::detail::torch_cos_sin_row(x, c, s, cap);
+        for (std::size_t i = 0; i < n; ++i) {
+          ASSERT_EQ(std::bit_cast<std::uint32_t>(c[i]), std::bit_cast<std::uint32_t>(emb_c[i]))
+              << "row cos " << i << " of " << n << ", lanes " << lanes;
+          ASSERT_EQ(std::bit_cast<std::uint32_t>(s[i]), std::bit_cast<std::uint32_t>(emb_s[i]))
+              << "row sin " << i << " of " << n << ", lanes " << lanes;
+        }
+      }
+    }
+  }
+}
+#endif  // __x86_64__
 
 }  // namespace

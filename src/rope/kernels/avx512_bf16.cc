@@ -84,27 +84,39 @@ POSENC_AVX512_BF16_ATTR inline __m512 Deinterleave(const float* p, int parity) {
   return _mm512_permutex2var_ps(_mm512_loadu_ps(p), idx, _mm512_loadu_ps(p + 16));
 }
 
-// rotate.cc's RotateHalfSplitHeadsInRegisters with these loads and stores: the row, deinterleaved
-// into even and odd pairs once per token, stays in registers (kBlocks blocks of 32 pairs, four
-// vectors each) for every head; per pair y_a = fmsub(a, c, b s), y_b = fmadd(b, c, a s), the
-// operations of HalfSplitMath on AVX3 (Highway's MulSub and MulAdd are these FMAs), so each
-// element meets its own c_i and s_i in the same operations: the same bits.
-template <int kBlocks>
+// rotate.cc's rows-in-registers kernels with these loads and stores; per pair y_a = fmsub(a, c,
+// b s), y_b = fmadd(b, c, a s), each element meeting its own c_i and s_i:
+//  - half-split (kInterleaved false): the row, deinterleaved into even and odd pairs once per
+//    token, stays in registers (kBlocks blocks of 32 pairs, four vectors each) for every head:
+//    the operations of HalfSplitMath on AVX3 (Highway's MulSub and MulAdd are these FMAs);
+//  - interleaved pairs (x[2i], x[2i + 1]): Load32EvenOdd's even and odd elements are the pairs' a
+//    and b, so c_i comes from the expanded c2 = [c0 c0 c1 c1 ...] (its even entries) and s_i
+//    from s2 = [-s0 s0 -s1 s1 ...] (its odd entries); kBlocks blocks of 16 pairs, two vectors
+//    each. rotate.cc's InterleavedMath is fma(a, c, b (-s)) and fma(b, c, a s): the same
+//    products (negation is exact) and the same single rounding of each sum. Before this path,
+//    bf16 heads of 128 went through Highway's interleaved code with bf16 rounded in software, at
+//    0.41-0.45 of the in-place stream (Zen 4).
+// So the same bits as rotate.cc in both layouts.
+template <bool kInterleaved, int kBlocks>
 POSENC_AVX512_BF16_ATTR void RotateHeads(const TokenHeads& t) {
-  constexpr std::int64_t n = 32 * kBlocks;
+  constexpr std::int64_t kDims = kInterleaved ? 32 * kBlocks : 64 * kBlocks;  // rotated dims
+  constexpr std::int64_t n = kDims / 2;
   const auto* in = static_cast<const std::uint16_t*>(t.in);
   auto* out = static_cast<std::uint16_t*>(t.out);
+  // Half-split: ce, co, se, so (c and s, even and odd pairs); interleaved: ce, so (c_i, s_i).
   __m512 ce[kBlocks], co[kBlocks], se[kBlocks], so[kBlocks];
   for (int k = 0; k < kBlocks; ++k) {
     ce[k] = Deinterleave(t.c + 32 * k, 0);
-    co[k] = Deinterleave(t.c + 32 * k, 1);
-    se[k] = Deinterleave(t.s + 32 * k, 0);
     so[k] = Deinterleave(t.s + 32 * k, 1);
+    if constexpr (!kInterleaved) {
+      co[k] = Deinterleave(t.c + 32 * k, 1);
+      se[k] = Deinterleave(t.s + 32 * k, 0);
+    }
   }
   // t's fields are read through the reference (the stores may alias them, so each head reloads
   // them): copied into locals, as rotate.cc does, they took more registers than this loop has
   // and GCC spilled some to the stack; the 8 MiB bf16 case took 8-10% longer (Zen 4, in turn).
-  const std::int64_t end = t.offset + 2 * n;
+  const std::int64_t end = t.offset + kDims;
   for (std::int64_t h = 0; h < t.heads; ++h) {
     const std::uint16_t* hin = in + h * t.head_stride;
     std::uint16_t* hout = out + h * t.head_stride;
@@ -115,58 +127,56 @@ POSENC_AVX512_BF16_ATTR void RotateHeads(const TokenHeads& t) {
     }
     const std::uint16_t* a = hin + t.offset;
     std::uint16_t* y = hout + t.offset;
+    if constexpr (kInterleaved) {
+#pragma GCC unroll 8
+      for (int k = 0; k < kBlocks; ++k) {
+        __m512 xa, xb;
+        Load32EvenOdd(a + 32 * k, xa, xb);
+        const __m512 ya = _mm512_fmsub_ps(xa, ce[k], _mm512_mul_ps(xb, so[k]));
+        const __m512 yb = _mm512_fmadd_ps(xb, ce[k], _mm512_mul_ps(xa, so[k]));
+        Store32EvenOdd(ya, yb, y + 32 * k);
+      }
+    } else {
 #pragma GCC unroll 4
-    for (int k = 0; k < kBlocks; ++k) {
-      __m512 ae, ao, be, bo;
-      Load32EvenOdd(a + 32 * k, ae, ao);
-      Load32EvenOdd(a + n + 32 * k, be, bo);
-      const __m512 yae = _mm512_fmsub_ps(ae, ce[k], _mm512_mul_ps(be, se[k]));
-      const __m512 yao = _mm512_fmsub_ps(ao, co[k], _mm512_mul_ps(bo, so[k]));
-      const __m512 ybe = _mm512_fmadd_ps(be, ce[k], _mm512_mul_ps(ae, se[k]));
-      const __m512 ybo = _mm512_fmadd_ps(bo, co[k], _mm512_mul_ps(ao, so[k]));
-      Store32EvenOdd(yae, yao, y + 32 * k);
-      Store32EvenOdd(ybe, ybo, y + n + 32 * k);
+      for (int k = 0; k < kBlocks; ++k) {
+        __m512 ae, ao, be, bo;
+        Load32EvenOdd(a + 32 * k, ae, ao);
+        Load32EvenOdd(a + n + 32 * k, be, bo);
+        const __m512 yae = _mm512_fmsub_ps(ae, ce[k], _mm512_mul_ps(be, se[k]));
+        const __m512 yao = _mm512_fmsub_ps(ao, co[k], _mm512_mul_ps(bo, so[k]));
+        const __m512 ybe = _mm512_fmadd_ps(be, ce[k], _mm512_mul_ps(ae, se[k]));
+        const __m512 ybo = _mm512_fmadd_ps(bo, co[k], _mm512_mul_ps(ao, so[k]));
+        Store32EvenOdd(yae, yao, y + 32 * k);
+        Store32EvenOdd(ybe, ybo, y + n + 32 * k);
+      }
     }
   }
 }
 
-// Interleaved pairs (x[2i], x[2i + 1]) with the same loads and stores: Load32EvenOdd's even and
-// odd elements are the pairs' a and b, so the row needs no deinterleaving beyond taking c_i from
-// the expanded c2 = [c0 c0 c1 c1 ...] (its even entries) and s_i from s2 = [-s0 s0 -s1 s1 ...]
-// (its odd entries); kBlocks blocks of 16 pairs, two vectors each, stay in registers for every
-// head. Per pair y_a = fmsub(a, c, b s), y_b = fmadd(b, c, a s): rotate.cc's InterleavedMath is
-// fma(a, c, b (-s)) and fma(b, c, a s), the same products (negation is exact) and the same single
-// rounding of each sum, so the same bits. Before it, bf16 heads of 128 went through Highway's
-// interleaved code with bf16 rounded in software, at 0.41-0.45 of the in-place stream (Zen 4).
-template <int kBlocks>
-POSENC_AVX512_BF16_ATTR void RotateInterleavedHeads(const TokenHeads& t) {
-  constexpr std::int64_t kDims = 32 * kBlocks;
-  const auto* in = static_cast<const std::uint16_t*>(t.in);
-  auto* out = static_cast<std::uint16_t*>(t.out);
-  __m512 cv[kBlocks], sv[kBlocks];
-  for (int k = 0; k < kBlocks; ++k) {
-    cv[k] = Deinterleave(t.c + 32 * k, 0);
-    sv[k] = Deinterleave(t.s + 32 * k, 1);
-  }
-  const std::int64_t end = t.offset + kDims;
-  for (std::int64_t h = 0; h < t.heads; ++h) {
-    const std::uint16_t* hin = in + h * t.head_stride;
-    std::uint16_t* hout = out + h * t.head_stride;
-    if (t.prefetch) prefetch_ahead(hin, t.head_dim);
-    if (t.copy_rest) {  // out of place: the dims outside the rotated range as they are
-      std::memcpy(hout, hin, static_cast<std::size_t>(t.offset) * sizeof(*hin));
-      std::memcpy(hout + end, hin + end, static_cast<std::size_t>(t.head_dim - end) * sizeof(*hin));
-    }
-    const std::uint16_t* x = hin + t.offset;
-    std::uint16_t* y = hout + t.offset;
-#pragma GCC unroll 8
-    for (int k = 0; k < kBlocks; ++k) {
-      __m512 a, b;
-      Load32EvenOdd(x + 32 * k, a, b);
-      const __m512 ya = _mm512_fmsub_ps(a, cv[k], _mm512_mul_ps(b, sv[k]));
-      const __m512 yb = _mm512_fmadd_ps(b, cv[k], _mm512_mul_ps(a, sv[k]));
-      Store32EvenOdd(ya, yb, y + 32 * k);
-    }
+// RotateHeads<kInterleaved, k> for pairs = k x the pairs of a block (32 half-split, 16
+// interleaved), k = 1, 2, 4 (and 8 interleaved: two vectors a block); false for other counts.
+template <bool kInterleaved>
+POSENC_AVX512_BF16_ATTR bool RotateHeadsOf(const TokenHeads& t) {
+  constexpr std::int64_t kBlockPairs = kInterleaved ? 16 : 32;
+  if (t.pairs % kBlockPairs != 0) return false;
+  switch (t.pairs / kBlockPairs) {
+    case 1:
+      RotateHeads<kInterleaved, 1>(t);
+      return true;
+    case 2:
+      RotateHeads<kInterleaved, 2>(t);
+      return true;
+    case 4:
+      RotateHeads<kInterleaved, 4>(t);
+      return true;
+    case 8:
+      if constexpr (kInterleaved) {
+        RotateHeads<kInterleaved, 8>(t);
+        return true;
+      }
+      return false;
+    default:
+      return false;
   }
 }
 
@@ -207,37 +217,7 @@ void set_avx512_bf16_enabled(bool on) {
 bool rotate_bf16_heads_avx512_bf16([[maybe_unused]] const TokenHeads& t) {
 #if POSENC_AVX512_BF16_BUILT
   if (!avx512_bf16_enabled() || t.dtype != DType::kBF16) return false;
-  if (t.layout == Layout::kInterleaved) {
-    switch (t.pairs) {
-      case 16:
-        RotateInterleavedHeads<1>(t);
-        return true;
-      case 32:
-        RotateInterleavedHeads<2>(t);
-        return true;
-      case 64:
-        RotateInterleavedHeads<4>(t);
-        return true;
-      case 128:
-        RotateInterleavedHeads<8>(t);
-        return true;
-      default:
-        return false;
-    }
-  }
-  switch (t.pairs) {
-    case 32:
-      RotateHeads<1>(t);
-      return true;
-    case 64:
-      RotateHeads<2>(t);
-      return true;
-    case 128:
-      RotateHeads<4>(t);
-      return true;
-    default:
-      return false;
-  }
+  return t.layout == Layout::kInterleaved ? RotateHeadsOf<true>(t) : RotateHeadsOf<false>(t);
 #else
   return false;
 #endif

@@ -431,7 +431,7 @@ HWY_NOINLINE void AppendKRowInRegisters(Tag tag, const TokenKv& t) {
       }
     }
   };
-  // t's fields in registers, as rotate.cc's RotateHalfSplitHeadsInRegisters (the stores may
+  // t's fields in registers, as rotate.cc's RotateHeadsInRegisters (the stores may
   // alias them), and the choices made once per token (streaming or not, k written back or not)
   // instead of per head and per store. A decode step's time did not change measurably with the
   // second part (the first is measured in rotate.cc).

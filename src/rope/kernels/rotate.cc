@@ -163,33 +163,39 @@ HWY_INLINE void CopyUnrotated(const TokenHeads& t, const T* hin, T* hout) {
 }
 
 #if POSENC_FULL_VECTORS && !HWY_HAVE_SCALABLE
-// Half-split with n = kVecs * lanes pairs (head_dim 64, 128, 256 on AVX-512; 32, 64, 128 on
-// AVX2), the heads of one token: the row's kVecs vectors of c and of s are loaded once into
-// registers and serve every head, so a head costs only its own loads and stores, with no loop
-// over its vectors (the per-head loop of RotateHalfSplit runs 2 iterations at head_dim 128 and
-// spent half its loads on the row). Each element meets the same HalfSplitMath as in
-// RotateHalfSplit: the same bits. bf16 keeps the row deinterleaved (even / odd form, as
-// RotateHalfSplitBf16EvenOdd) so that a pair of vectors packs into one store.
-template <std::size_t kVecs, class Tag>
-HWY_INLINE void RotateHalfSplitHeadsInRegisters(Tag tag, const TokenHeads& t) {
+// Rows of n = kVecs * lanes pairs, the heads of one token, with the row loaded once into registers
+// for every head, so a head costs only its own loads and stores, with no loop over its vectors
+// (the per-head loops of RotateHalfSplit and RotateInterleaved run a few iterations at head_dim
+// 128, spent half their loads on the row, and RotateInterleaved loaded its input twice). Each
+// element meets the same math as in those loops: the same bits.
+//  - Half-split (head_dim 64, 128, 256 on AVX-512; 32, 64, 128 on AVX2): kVecs vectors of c and
+//    of s, HalfSplitMath. bf16 keeps the row deinterleaved (even / odd form, as
+//    RotateHalfSplitBf16EvenOdd) so that a pair of vectors packs into one store.
+//  - Interleaved (kInterleaved; 2n = 2 kVecs lanes dims): the expanded rows' 2 kVecs vectors of c2
+//    and of s2, InterleavedMath with the partner from Shuffle2301 of the register. Before it,
+//    8 heads of 128 (f32, f16, bf16 without AVX-512 BF16) ran at 0.39-0.51 of the in-place
+//    stream (Zen 4), against 0.74-0.89 for half-split.
+template <bool kInterleaved, std::size_t kVecs, class Tag>
+HWY_INLINE void RotateHeadsInRegisters(Tag tag, const TokenHeads& t) {
   using T = typename Tag::Storage;
   const hn::ScalableTag<float> d;
   constexpr std::size_t kLanes = hn::MaxLanes(d);
   constexpr std::int64_t n = static_cast<std::int64_t>(kVecs * kLanes);
+  constexpr std::size_t kRowVecs = kInterleaved ? 2 * kVecs : kVecs;  // vectors of c (and of s)
   const T* in = static_cast<const T*>(t.in);
   T* out = static_cast<T*>(t.out);
-  constexpr bool kBf16 = std::is_same_v<Tag, BF16Tag>;
-  hn::Vec<decltype(d)> vc[kVecs], vs[kVecs];
-  if constexpr (kBf16) {
+  constexpr bool kBf16EvenOdd = std::is_same_v<Tag, BF16Tag> && !kInterleaved;
+  hn::Vec<decltype(d)> vc[kRowVecs], vs[kRowVecs];
+  if constexpr (kBf16EvenOdd) {
     alignas(64) float ce[n], se[n];
     DeinterleaveRow(d, t.c, n, ce);
     DeinterleaveRow(d, t.s, n, se);
-    for (std::size_t k = 0; k < kVecs; ++k) {
+    for (std::size_t k = 0; k < kRowVecs; ++k) {
       vc[k] = hn::Load(d, ce + k * kLanes);
       vs[k] = hn::Load(d, se + k * kLanes);
     }
   } else {
-    for (std::size_t k = 0; k < kVecs; ++k) {
+    for (std::size_t k = 0; k < kRowVecs; ++k) {
       vc[k] = hn::LoadU(d, t.c + k * kLanes);
       vs[k] = hn::LoadU(d, t.s + k * kLanes);
     }
@@ -209,10 +215,15 @@ HWY_INLINE void RotateHalfSplitHeadsInRegisters(Tag tag, const TokenHeads& t) {
     const T* a = hin + offset;
     T* y = hout + offset;
 #pragma GCC unroll 8
-    for (std::size_t k = 0; k < kVecs; k += 2) {
-      hn::Vec<decltype(d)> ya0, yb0, ya1, yb1;
-      if constexpr (kBf16) {
-        hn::Vec<decltype(d)> ae, ao, be, bo;
+    for (std::size_t k = 0; k < kRowVecs; k += 2) {
+      if constexpr (kInterleaved) {
+        const auto x0 = LoadF32(tag, d, a + k * kLanes);
+        const auto x1 = LoadF32(tag, d, a + (k + 1) * kLanes);
+        StoreResultsF32x2(tag, d, InterleavedMath(d, x0, hn::Shuffle2301(x0), vc[k], vs[k]),
+                          InterleavedMath(d, x1, hn::Shuffle2301(x1), vc[k + 1], vs[k + 1]),
+                          y + k * kLanes);
+      } else if constexpr (kBf16EvenOdd) {
+        hn::Vec<decltype(d)> ae, ao, be, bo, ya0, yb0, ya1, yb1;
         LoadBf16EvenOdd(d, a + k * kLanes, ae, ao);
         LoadBf16EvenOdd(d, a + n + k * kLanes, be, bo);
         HalfSplitMath(d, ae, be, vc[k], vs[k], ya0, yb0);
@@ -220,6 +231,7 @@ HWY_INLINE void RotateHalfSplitHeadsInRegisters(Tag tag, const TokenHeads& t) {
         StoreBf16EvenOddResults(d, ya0, ya1, y + k * kLanes);
         StoreBf16EvenOddResults(d, yb0, yb1, y + n + k * kLanes);
       } else {
+        hn::Vec<decltype(d)> ya0, yb0, ya1, yb1;
         HalfSplitMath(d, LoadF32(tag, d, a + k * kLanes), LoadF32(tag, d, a + n + k * kLanes),
                       vc[k], vs[k], ya0, yb0);
         HalfSplitMath(d, LoadF32(tag, d, a + (k + 1) * kLanes),
@@ -231,64 +243,20 @@ HWY_INLINE void RotateHalfSplitHeadsInRegisters(Tag tag, const TokenHeads& t) {
   }
 }
 
-// Interleaved with 2n = 2 kVecs lanes dims (n = kVecs lanes pairs): the expanded rows' 2 kVecs
-// vectors of c2 and of s2 loaded once into registers for every head of the token, as
-// RotateHalfSplitHeadsInRegisters does for half-split; each vector meets the same InterleavedMath
-// as in RotateInterleaved (its partner from Shuffle2301 of the register, not a second load): the
-// same bits. Before it, every head looped over its vectors with the row loaded from memory and
-// the input loaded twice, and 8 heads of 128 (f32, f16, bf16 without AVX-512 BF16) ran at
-// 0.39-0.51 of the in-place stream (Zen 4), against 0.74-0.89 for half-split.
-template <std::size_t kVecs, class Tag>
-HWY_INLINE void RotateInterleavedHeadsInRegisters(Tag tag, const TokenHeads& t) {
-  using T = typename Tag::Storage;
-  const hn::ScalableTag<float> d;
-  constexpr std::size_t kLanes = hn::MaxLanes(d);
-  constexpr std::size_t kDimVecs = 2 * kVecs;
-  const T* in = static_cast<const T*>(t.in);
-  T* out = static_cast<T*>(t.out);
-  hn::Vec<decltype(d)> vc[kDimVecs], vs[kDimVecs];
-  for (std::size_t k = 0; k < kDimVecs; ++k) {
-    vc[k] = hn::LoadU(d, t.c + k * kLanes);
-    vs[k] = hn::LoadU(d, t.s + k * kLanes);
-  }
-  // t's fields in locals, as RotateHalfSplitHeadsInRegisters (the stores may alias them).
-  const std::int64_t heads = t.heads, head_stride = t.head_stride, offset = t.offset;
-  const std::int64_t head_dim = t.head_dim;
-  const bool prefetch = t.prefetch, copy_rest = t.copy_rest;
-  for (std::int64_t h = 0; h < heads; ++h) {
-    const T* hin = in + h * head_stride;
-    T* hout = out + h * head_stride;
-    if (prefetch) prefetch_ahead(hin, head_dim);
-    if (copy_rest) CopyUnrotated(t, hin, hout);
-    const T* a = hin + offset;
-    T* y = hout + offset;
-#pragma GCC unroll 8
-    for (std::size_t k = 0; k < kDimVecs; k += 2) {
-      const auto x0 = LoadF32(tag, d, a + k * kLanes);
-      const auto x1 = LoadF32(tag, d, a + (k + 1) * kLanes);
-      StoreResultsF32x2(tag, d, InterleavedMath(d, x0, hn::Shuffle2301(x0), vc[k], vs[k]),
-                        InterleavedMath(d, x1, hn::Shuffle2301(x1), vc[k + 1], vs[k + 1]),
-                        y + k * kLanes);
-    }
-  }
-}
-
-// Dispatches to RotateHalfSplitHeadsInRegisters, or for interleaved rows to
-// RotateInterleavedHeadsInRegisters, where the row fits; returns false otherwise. The interleaved
+// Dispatches to RotateHeadsInRegisters where the row fits; returns false otherwise. Interleaved
 // rows take twice the registers (c2 and s2 are 2n wide): up to half of the target's vector
 // registers (16 of AVX-512's 32: head_dim 64 and 128; 8 of AVX2's 16: head_dim 32).
 template <class Tag>
 HWY_INLINE bool RotateRowInRegisters(Tag tag, const TokenHeads& t) {
   if (t.layout == Layout::kHalfSplit) {
-    return WithRowInRegisters(t.pairs, [&](auto vecs) {
-      RotateHalfSplitHeadsInRegisters<decltype(vecs)::value>(tag, t);
-    });
+    return WithRowInRegisters(
+        t.pairs, [&](auto vecs) { RotateHeadsInRegisters<false, decltype(vecs)::value>(tag, t); });
   }
   constexpr std::size_t kMaxRowVecs = HWY_MAX_BYTES >= 64 ? 16 : 8;
   bool done = false;
   WithRowInRegisters(t.pairs, [&](auto vecs) {
     if constexpr (4 * decltype(vecs)::value <= kMaxRowVecs) {
-      RotateInterleavedHeadsInRegisters<decltype(vecs)::value>(tag, t);
+      RotateHeadsInRegisters<true, decltype(vecs)::value>(tag, t);
       done = true;
     }
   });
