@@ -68,27 +68,25 @@ HWY_INLINE void NarrowerVectors(std::int64_t& i, std::int64_t end, const Body& b
 #endif
 
 #if POSENC_FULL_VECTORS && !HWY_HAVE_SCALABLE
-// Calls f(std::integral_constant<std::size_t, k>{}) where pairs = k * lanes with k = 2, 4 or 8:
-// the rows the kernels keep in registers across a token's heads (head_dim 64, 128, 256 on
-// AVX-512; 32, 64, 128 on AVX2). Returns false, calling nothing, for other pair counts.
+// Calls f(std::integral_constant<std::size_t, k>{}) where pairs = k * lanes with k one of kCounts:
+// the rows the kernels keep in registers across a token's heads. Returns false, calling nothing,
+// for other pair counts.
+template <std::size_t... kCounts, class F>
+HWY_INLINE bool WithRowVecs(std::int64_t pairs, F&& f) {
+  constexpr auto kLanes = static_cast<std::int64_t>(hn::MaxLanes(hn::ScalableTag<float>()));
+  if (pairs % kLanes != 0) return false;
+  const std::int64_t k = pairs / kLanes;
+  return ((k == static_cast<std::int64_t>(kCounts)
+               ? (f(std::integral_constant<std::size_t, kCounts>{}), true)
+               : false) ||
+          ...);
+}
+
+// k = 2, 4 or 8 (head_dim 64, 128, 256 on AVX-512; 32, 64, 128 on AVX2): the fused kernel's rows,
+// whose loops take two vectors at a time.
 template <class F>
 HWY_INLINE bool WithRowInRegisters(std::int64_t pairs, F&& f) {
-  const hn::ScalableTag<float> d;
-  constexpr auto kLanes = static_cast<std::int64_t>(hn::MaxLanes(d));
-  if (pairs % kLanes != 0) return false;
-  switch (pairs / kLanes) {
-    case 2:
-      f(std::integral_constant<std::size_t, 2>{});
-      return true;
-    case 4:
-      f(std::integral_constant<std::size_t, 4>{});
-      return true;
-    case 8:
-      f(std::integral_constant<std::size_t, 8>{});
-      return true;
-    default:
-      return false;
-  }
+  return WithRowVecs<2, 4, 8>(pairs, static_cast<F&&>(f));
 }
 #endif
 

@@ -185,19 +185,21 @@ HWY_INLINE void RotateHeadsInRegisters(Tag tag, const TokenHeads& t) {
   const T* in = static_cast<const T*>(t.in);
   T* out = static_cast<T*>(t.out);
   constexpr bool kBf16EvenOdd = std::is_same_v<Tag, BF16Tag> && !kInterleaved;
+  // Vectors taken two at a time; an odd last one alone (kVecs 1, 3, 5: head_dim 32, 96, 160 on
+  // AVX-512), with bf16's in natural order (the even / odd form needs two).
+  constexpr std::size_t kPaired = kRowVecs / 2 * 2;
   hn::Vec<decltype(d)> vc[kRowVecs], vs[kRowVecs];
-  if constexpr (kBf16EvenOdd) {
-    alignas(64) float ce[n], se[n];
-    DeinterleaveRow(d, t.c, n, ce);
-    DeinterleaveRow(d, t.s, n, se);
-    for (std::size_t k = 0; k < kRowVecs; ++k) {
+  for (std::size_t k = 0; k < kRowVecs; ++k) {
+    vc[k] = hn::LoadU(d, t.c + k * kLanes);
+    vs[k] = hn::LoadU(d, t.s + k * kLanes);
+  }
+  if constexpr (kBf16EvenOdd && kPaired > 0) {
+    alignas(64) float ce[kPaired * kLanes], se[kPaired * kLanes];
+    DeinterleaveRow(d, t.c, kPaired * kLanes, ce);
+    DeinterleaveRow(d, t.s, kPaired * kLanes, se);
+    for (std::size_t k = 0; k < kPaired; ++k) {
       vc[k] = hn::Load(d, ce + k * kLanes);
       vs[k] = hn::Load(d, se + k * kLanes);
-    }
-  } else {
-    for (std::size_t k = 0; k < kRowVecs; ++k) {
-      vc[k] = hn::LoadU(d, t.c + k * kLanes);
-      vs[k] = hn::LoadU(d, t.s + k * kLanes);
     }
   }
   // The fields the head loop reads, in registers: the stores below may alias memory (Highway's
@@ -215,7 +217,7 @@ HWY_INLINE void RotateHeadsInRegisters(Tag tag, const TokenHeads& t) {
     const T* a = hin + offset;
     T* y = hout + offset;
 #pragma GCC unroll 8
-    for (std::size_t k = 0; k < kRowVecs; k += 2) {
+    for (std::size_t k = 0; k < kPaired; k += 2) {
       if constexpr (kInterleaved) {
         const auto x0 = LoadF32(tag, d, a + k * kLanes);
         const auto x1 = LoadF32(tag, d, a + (k + 1) * kLanes);
@@ -240,27 +242,42 @@ HWY_INLINE void RotateHeadsInRegisters(Tag tag, const TokenHeads& t) {
         StoreResultsF32x2(tag, d, yb0, yb1, y + n + k * kLanes);
       }
     }
+    if constexpr (kPaired < kRowVecs) {
+      constexpr std::size_t k = kPaired;
+      if constexpr (kInterleaved) {
+        const auto x = LoadF32(tag, d, a + k * kLanes);
+        StoreF32(tag, d, InterleavedMath(d, x, hn::Shuffle2301(x), vc[k], vs[k]), y + k * kLanes);
+      } else {
+        hn::Vec<decltype(d)> ya, yb;
+        HalfSplitMath(d, LoadF32(tag, d, a + k * kLanes), LoadF32(tag, d, a + n + k * kLanes),
+                      vc[k], vs[k], ya, yb);
+        StoreF32(tag, d, ya, y + k * kLanes);
+        StoreF32(tag, d, yb, y + n + k * kLanes);
+      }
+    }
   }
 }
 
-// Dispatches to RotateHeadsInRegisters where the row fits; returns false otherwise. Interleaved
-// rows take twice the registers (c2 and s2 are 2n wide): up to half of the target's vector
-// registers (16 of AVX-512's 32: head_dim 64 and 128; 8 of AVX2's 16: head_dim 32).
+// Dispatches to RotateHeadsInRegisters where the row fits: whole vectors of pairs, k of them;
+// returns false otherwise. Half-split rows take 2 k vectors (c and s): k up to 8 (not 7: head_dim
+// 224 is not worth its code), on AVX2 1-4 and 8 (head_dim 128 there, as before odd counts were
+// added). Interleaved rows take twice that (c2 and s2 are 2n wide): at most half of the
+// target's vector registers, 16 of AVX-512's 32 (k <= 4), 8 of AVX2's 16 (k <= 2).
 template <class Tag>
 HWY_INLINE bool RotateRowInRegisters(Tag tag, const TokenHeads& t) {
+  constexpr bool kWide = HWY_MAX_BYTES >= 64;
   if (t.layout == Layout::kHalfSplit) {
-    return WithRowInRegisters(
-        t.pairs, [&](auto vecs) { RotateHeadsInRegisters<false, decltype(vecs)::value>(tag, t); });
+    auto half_split = [&](auto vecs) {
+      RotateHeadsInRegisters<false, decltype(vecs)::value>(tag, t);
+    };
+    return kWide ? WithRowVecs<1, 2, 3, 4, 5, 6, 8>(t.pairs, half_split)
+                 : WithRowVecs<1, 2, 3, 4, 8>(t.pairs, half_split);
   }
-  constexpr std::size_t kMaxRowVecs = HWY_MAX_BYTES >= 64 ? 16 : 8;
-  bool done = false;
-  WithRowInRegisters(t.pairs, [&](auto vecs) {
-    if constexpr (4 * decltype(vecs)::value <= kMaxRowVecs) {
-      RotateHeadsInRegisters<true, decltype(vecs)::value>(tag, t);
-      done = true;
-    }
-  });
-  return done;
+  auto interleaved = [&](auto vecs) {
+    RotateHeadsInRegisters<true, decltype(vecs)::value>(tag, t);
+  };
+  return kWide ? WithRowVecs<1, 2, 3, 4>(t.pairs, interleaved)
+               : WithRowVecs<1, 2>(t.pairs, interleaved);
 }
 #endif
 
