@@ -76,6 +76,46 @@ POSENC_AVX512_BF16_ATTR inline void Store32EvenOdd(__m512 even, __m512 odd, std:
   _mm512_storeu_si512(p, words);
 }
 
+// The same three for 16 elements in 256-bit vectors (AVX-512 VL), for a half-split row's last 16
+// pairs where the row is not a whole number of 32-pair blocks (head_dim 96: 48 pairs).
+POSENC_AVX512_BF16_ATTR inline void Load16EvenOdd(const std::uint16_t* p, __m256& even,
+                                                  __m256& odd) {
+  const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+  even = _mm256_castsi256_ps(_mm256_slli_epi32(x, 16));
+  odd = _mm256_castsi256_ps(_mm256_and_si256(x, _mm256_set1_epi32(-65536)));
+}
+
+alignas(32) constexpr std::uint16_t kInterleave16[16] = {0, 8,  1, 9,  2, 10, 3, 11,
+                                                         4, 12, 5, 13, 6, 14, 7, 15};
+
+POSENC_AVX512_BF16_ATTR inline void Store16EvenOdd(__m256 even, __m256 odd, std::uint16_t* p) {
+  const __m256bh r = _mm256_cvtne2ps_pbh(odd, even);
+  __m256i words;
+  std::memcpy(&words, &r, sizeof(words));
+  words = _mm256_permutexvar_epi16(
+      _mm256_load_si256(reinterpret_cast<const __m256i*>(kInterleave16)), words);
+  if (_mm256_testn_epi16_mask(words, _mm256_set1_epi16(0x7FFF)) != 0 &&
+      (_mm256_fpclass_ps_mask(even, 0x20) | _mm256_fpclass_ps_mask(odd, 0x20)) != 0) {
+    alignas(32) float e[8], o[8];
+    _mm256_store_ps(e, even);
+    _mm256_store_ps(o, odd);
+    for (int l = 0; l < 8; ++l) {
+      p[2 * l] = bf16_from_f32(e[l]);
+      p[2 * l + 1] = bf16_from_f32(o[l]);
+    }
+    return;
+  }
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), words);
+}
+
+// The even or odd elements of 16 consecutive floats.
+POSENC_AVX512_BF16_ATTR inline __m256 Deinterleave8(const float* p, int parity) {
+  alignas(32) static constexpr std::int32_t kEven[8] = {0, 2, 4, 6, 8, 10, 12, 14};
+  const __m256i idx = _mm256_add_epi32(_mm256_load_si256(reinterpret_cast<const __m256i*>(kEven)),
+                                       _mm256_set1_epi32(parity));
+  return _mm256_permutex2var_ps(_mm256_loadu_ps(p), idx, _mm256_loadu_ps(p + 8));
+}
+
 // The even or odd elements of 32 consecutive floats (a cos/sin row in the loads' order).
 POSENC_AVX512_BF16_ATTR inline __m512 Deinterleave(const float* p, int parity) {
   alignas(64) static constexpr std::int32_t kEven[16] = {0,  2,  4,  6,  8,  10, 12, 14,
@@ -97,14 +137,25 @@ POSENC_AVX512_BF16_ATTR inline __m512 Deinterleave(const float* p, int parity) {
 //    bf16 heads of 128 went through Highway's interleaved code with bf16 rounded in software, at
 //    0.41-0.45 of the in-place stream (Zen 4).
 // So the same bits as rotate.cc in both layouts.
-template <bool kInterleaved, int kBlocks>
+// kHalf (half-split only): 16 more pairs after the blocks, in 256-bit vectors (Load16EvenOdd).
+template <bool kInterleaved, int kBlocks, bool kHalf = false>
 POSENC_AVX512_BF16_ATTR void RotateHeads(const TokenHeads& t) {
-  constexpr std::int64_t kDims = kInterleaved ? 32 * kBlocks : 64 * kBlocks;  // rotated dims
+  static_assert(!(kInterleaved && kHalf), "interleaved rows are whole blocks");
+  constexpr std::int64_t kDims =
+      kInterleaved ? 32 * kBlocks : 64 * kBlocks + (kHalf ? 32 : 0);  // rotated dims
   constexpr std::int64_t n = kDims / 2;
   const auto* in = static_cast<const std::uint16_t*>(t.in);
   auto* out = static_cast<std::uint16_t*>(t.out);
   // Half-split: ce, co, se, so (c and s, even and odd pairs); interleaved: ce, so (c_i, s_i).
-  __m512 ce[kBlocks], co[kBlocks], se[kBlocks], so[kBlocks];
+  // The arrays have one more entry than used when kBlocks is 0 (a zero-length array is not C++).
+  __m512 ce[kBlocks + 1], co[kBlocks + 1], se[kBlocks + 1], so[kBlocks + 1];
+  __m256 hce, hco, hse, hso;  // the half block's, kHalf only
+  if constexpr (kHalf) {
+    hce = Deinterleave8(t.c + 32 * kBlocks, 0);
+    hco = Deinterleave8(t.c + 32 * kBlocks, 1);
+    hse = Deinterleave8(t.s + 32 * kBlocks, 0);
+    hso = Deinterleave8(t.s + 32 * kBlocks, 1);
+  }
   for (int k = 0; k < kBlocks; ++k) {
     ce[k] = Deinterleave(t.c + 32 * k, 0);
     so[k] = Deinterleave(t.s + 32 * k, 1);
@@ -149,34 +200,67 @@ POSENC_AVX512_BF16_ATTR void RotateHeads(const TokenHeads& t) {
         Store32EvenOdd(yae, yao, y + 32 * k);
         Store32EvenOdd(ybe, ybo, y + n + 32 * k);
       }
+      if constexpr (kHalf) {
+        constexpr std::int64_t h0 = 32 * kBlocks;
+        __m256 ae, ao, be, bo;
+        Load16EvenOdd(a + h0, ae, ao);
+        Load16EvenOdd(a + n + h0, be, bo);
+        Store16EvenOdd(_mm256_fmsub_ps(ae, hce, _mm256_mul_ps(be, hse)),
+                       _mm256_fmsub_ps(ao, hco, _mm256_mul_ps(bo, hso)), y + h0);
+        Store16EvenOdd(_mm256_fmadd_ps(be, hce, _mm256_mul_ps(ae, hse)),
+                       _mm256_fmadd_ps(bo, hco, _mm256_mul_ps(ao, hso)), y + n + h0);
+      }
     }
   }
 }
 
-// RotateHeads<kInterleaved, k> for pairs = k x the pairs of a block (32 half-split, 16
-// interleaved), k = 1, 2, 4 (and 8 interleaved: two vectors a block); false for other counts.
+// RotateHeads for the pair counts it has: interleaved, 1 to 6 or 8 blocks of 16 pairs (head_dim
+// 32 to 192, 256); half-split, whole blocks of 32 pairs and maybe a half block, 16 to 128 pairs
+// (head_dim 32 to 256: 96, Phi-3's, is a block and a half). False for other counts.
 template <bool kInterleaved>
 POSENC_AVX512_BF16_ATTR bool RotateHeadsOf(const TokenHeads& t) {
-  constexpr std::int64_t kBlockPairs = kInterleaved ? 16 : 32;
-  if (t.pairs % kBlockPairs != 0) return false;
-  switch (t.pairs / kBlockPairs) {
-    case 1:
-      RotateHeads<kInterleaved, 1>(t);
-      return true;
-    case 2:
-      RotateHeads<kInterleaved, 2>(t);
-      return true;
-    case 4:
-      RotateHeads<kInterleaved, 4>(t);
-      return true;
-    case 8:
-      if constexpr (kInterleaved) {
-        RotateHeads<kInterleaved, 8>(t);
-        return true;
-      }
-      return false;
-    default:
-      return false;
+  if constexpr (kInterleaved) {
+    if (t.pairs % 16 != 0) return false;
+    switch (t.pairs / 16) {
+      case 1:
+        return RotateHeads<true, 1>(t), true;
+      case 2:
+        return RotateHeads<true, 2>(t), true;
+      case 3:
+        return RotateHeads<true, 3>(t), true;
+      case 4:
+        return RotateHeads<true, 4>(t), true;
+      case 5:
+        return RotateHeads<true, 5>(t), true;
+      case 6:
+        return RotateHeads<true, 6>(t), true;
+      case 8:
+        return RotateHeads<true, 8>(t), true;
+      default:
+        return false;
+    }
+  } else {
+    if (t.pairs % 16 != 0) return false;
+    switch (t.pairs / 16) {
+      case 1:
+        return RotateHeads<false, 0, true>(t), true;
+      case 2:
+        return RotateHeads<false, 1>(t), true;
+      case 3:
+        return RotateHeads<false, 1, true>(t), true;
+      case 4:
+        return RotateHeads<false, 2>(t), true;
+      case 5:
+        return RotateHeads<false, 2, true>(t), true;
+      case 6:
+        return RotateHeads<false, 3>(t), true;
+      case 7:
+        return RotateHeads<false, 3, true>(t), true;
+      case 8:
+        return RotateHeads<false, 4>(t), true;
+      default:
+        return false;
+    }
   }
 }
 
