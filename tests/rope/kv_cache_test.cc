@@ -47,7 +47,10 @@ TEST(KvCache, FusedEqualsApplyThenCopyOnEveryTargetDtypeAndLayout) {
       for (CacheDType cache : kCacheDTypes) {
         for (KvCacheLayout layout : kLayouts) {
           for (Layout rope : {Layout::kHalfSplit, Layout::kInterleaved}) {
-            for (std::int64_t head_dim : {std::int64_t{2} * (lanes + 1), std::int64_t{128}}) {
+            // A row of one vector and a lane, of three vectors (an odd count kept in registers:
+            // head_dim 96 on AVX-512), and Llama's 128.
+            for (std::int64_t head_dim :
+                 {std::int64_t{2} * (lanes + 1), std::int64_t{6} * lanes, std::int64_t{128}}) {
               Case c;
               c.spec = posenc::testing::Spec(head_dim, head_dim, 0, rope);
               c.dtype = c.v_dtype = dtype;

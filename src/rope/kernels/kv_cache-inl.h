@@ -405,14 +405,16 @@ HWY_NOINLINE void AppendKRowInRegisters(Tag tag, const TokenKv& t) {
     vs[k] = hn::LoadU(d, t.s + k * kLanes);
   }
   // A row of 2n elements starting on a vector boundary keeps every pair of vectors' store on one
-  // (n is a whole number of vectors).
+  // (n is a whole number of vectors). Vectors go two at a time; an odd last one (kVecs 1, 3, 5:
+  // head_dim 32, 96, 160 on AVX-512) alone, and such rows are staged rather than streamed.
   constexpr std::size_t kAlign = hn::MaxLanes(hn::ScalableTag<std::uint8_t>());
+  constexpr std::size_t kPaired = kVecs / 2 * 2;
   // kBack: the rotated k also goes back into k (TokenKv::k_back). A compile-time choice, so that
   // a call without it tests nothing per store.
   auto rotate_head = [&](const T* a, T* ab, T* y, auto stream, auto with_back) {
     constexpr bool kBack = decltype(with_back)::value;
 #pragma GCC unroll 8
-    for (std::size_t k = 0; k < kVecs; k += 2) {
+    for (std::size_t k = 0; k < kPaired; k += 2) {
       const std::size_t i = k * kLanes;
       hn::Vec<decltype(d)> ya0, yb0, ya1, yb1;
       HalfSplitMath(d, LoadF32(tag, d, a + i), LoadF32(tag, d, a + n + i), vc[k], vs[k], ya0, yb0);
@@ -430,6 +432,14 @@ HWY_NOINLINE void AppendKRowInRegisters(Tag tag, const TokenKv& t) {
         EmitK2(tag, tag, d, yb0, yb1, kBack ? ab + n + i : nullptr, y + n + i, CacheScale{});
       }
     }
+    if constexpr (kPaired < kVecs) {  // an odd last vector: never streamed (see each_head)
+      constexpr std::size_t i = kPaired * kLanes;
+      hn::Vec<decltype(d)> ya, yb;
+      HalfSplitMath(d, LoadF32(tag, d, a + i), LoadF32(tag, d, a + n + i), vc[kPaired], vs[kPaired],
+                    ya, yb);
+      EmitK(tag, tag, d, ya, kBack ? ab + i : nullptr, y + i, CacheScale{});
+      EmitK(tag, tag, d, yb, kBack ? ab + n + i : nullptr, y + n + i, CacheScale{});
+    }
   };
   // t's fields in registers, as rotate.cc's RotateHeadsInRegisters (the stores may
   // alias them), and the choices made once per token (streaming or not, k written back or not)
@@ -446,7 +456,8 @@ HWY_NOINLINE void AppendKRowInRegisters(Tag tag, const TokenKv& t) {
       if (prefetch) prefetch_ahead(a, 2 * n);
       if (!stream_cache) {
         rotate_head(a, ab, cache_row, std::false_type(), with_back);
-      } else if (kStreamResultsF32x2 && reinterpret_cast<std::uintptr_t>(cache_row) % kAlign == 0) {
+      } else if (kStreamResultsF32x2 && kPaired == kVecs &&
+                 reinterpret_cast<std::uintptr_t>(cache_row) % kAlign == 0) {
         rotate_head(a, ab, cache_row, std::true_type(), with_back);
       } else {
         CacheRow<T> row(t, cache_row);
@@ -462,12 +473,14 @@ HWY_NOINLINE void AppendKRowInRegisters(Tag tag, const TokenKv& t) {
   }
 }
 
-// AppendKRowInRegisters where it applies; false otherwise.
+// AppendKRowInRegisters where it applies (the row counts of rotate.cc's RotateRowInRegisters for
+// half-split); false otherwise.
 template <class Tag>
 HWY_INLINE bool AppendKFixed(Tag tag, const TokenKv& t) {
-  return t.layout == Layout::kHalfSplit && t.offset == 0 && t.head_dim == 2 * t.pairs &&
-         WithRowInRegisters(
-             t.pairs, [&](auto vecs) { AppendKRowInRegisters<decltype(vecs)::value>(tag, t); });
+  if (t.layout != Layout::kHalfSplit || t.offset != 0 || t.head_dim != 2 * t.pairs) return false;
+  auto append = [&](auto vecs) { AppendKRowInRegisters<decltype(vecs)::value>(tag, t); };
+  return HWY_MAX_BYTES >= 64 ? WithRowVecs<1, 2, 3, 4, 5, 6, 8>(t.pairs, append)
+                             : WithRowVecs<1, 2, 3, 4, 8>(t.pairs, append);
 }
 #endif
 

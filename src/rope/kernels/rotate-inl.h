@@ -81,13 +81,6 @@ HWY_INLINE bool WithRowVecs(std::int64_t pairs, F&& f) {
                : false) ||
           ...);
 }
-
-// k = 2, 4 or 8 (head_dim 64, 128, 256 on AVX-512; 32, 64, 128 on AVX2): the fused kernel's rows,
-// whose loops take two vectors at a time.
-template <class F>
-HWY_INLINE bool WithRowInRegisters(std::int64_t pairs, F&& f) {
-  return WithRowVecs<2, 4, 8>(pairs, static_cast<F&&>(f));
-}
 #endif
 
 }  // namespace HWY_NAMESPACE

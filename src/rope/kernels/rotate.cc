@@ -185,8 +185,8 @@ HWY_INLINE void RotateHeadsInRegisters(Tag tag, const TokenHeads& t) {
   const T* in = static_cast<const T*>(t.in);
   T* out = static_cast<T*>(t.out);
   constexpr bool kBf16EvenOdd = std::is_same_v<Tag, BF16Tag> && !kInterleaved;
-  // Vectors taken two at a time; an odd last one alone (kVecs 1, 3, 5: head_dim 32, 96, 160 on
-  // AVX-512), with bf16's in natural order (the even / odd form needs two).
+  // Vectors taken two at a time; an odd last one of a half-split row alone (kVecs 1, 3, 5:
+  // head_dim 32, 96, 160 on AVX-512), with bf16's in natural order (the even / odd form needs two).
   constexpr std::size_t kPaired = kRowVecs / 2 * 2;
   hn::Vec<decltype(d)> vc[kRowVecs], vs[kRowVecs];
   for (std::size_t k = 0; k < kRowVecs; ++k) {
@@ -242,18 +242,13 @@ HWY_INLINE void RotateHeadsInRegisters(Tag tag, const TokenHeads& t) {
         StoreResultsF32x2(tag, d, yb0, yb1, y + n + k * kLanes);
       }
     }
-    if constexpr (kPaired < kRowVecs) {
+    if constexpr (kPaired < kRowVecs) {  // half-split only: interleaved rows are 2 kVecs vectors
       constexpr std::size_t k = kPaired;
-      if constexpr (kInterleaved) {
-        const auto x = LoadF32(tag, d, a + k * kLanes);
-        StoreF32(tag, d, InterleavedMath(d, x, hn::Shuffle2301(x), vc[k], vs[k]), y + k * kLanes);
-      } else {
-        hn::Vec<decltype(d)> ya, yb;
-        HalfSplitMath(d, LoadF32(tag, d, a + k * kLanes), LoadF32(tag, d, a + n + k * kLanes),
-                      vc[k], vs[k], ya, yb);
-        StoreF32(tag, d, ya, y + k * kLanes);
-        StoreF32(tag, d, yb, y + n + k * kLanes);
-      }
+      hn::Vec<decltype(d)> ya, yb;
+      HalfSplitMath(d, LoadF32(tag, d, a + k * kLanes), LoadF32(tag, d, a + n + k * kLanes), vc[k],
+                    vs[k], ya, yb);
+      StoreF32(tag, d, ya, y + k * kLanes);
+      StoreF32(tag, d, yb, y + n + k * kLanes);
     }
   }
 }
