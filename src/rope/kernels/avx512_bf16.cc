@@ -51,6 +51,15 @@ alignas(64) constexpr std::uint16_t kInterleave[32] = {0,  16, 1,  17, 2,  18, 3
                                                        21, 6,  22, 7,  23, 8,  24, 9,  25, 10, 26,
                                                        11, 27, 12, 28, 13, 29, 14, 30, 15, 31};
 
+// The stores' fallback where a lane is subnormal: even[l] and odd[l] rounded to bf16 in software
+// into p[2 l] and p[2 l + 1].
+inline void InterleaveInSoftware(const float* even, const float* odd, int lanes, std::uint16_t* p) {
+  for (int l = 0; l < lanes; ++l) {
+    p[2 * l] = bf16_from_f32(even[l]);
+    p[2 * l + 1] = bf16_from_f32(odd[l]);
+  }
+}
+
 // The even and odd results back to 32 consecutive bf16, rounded to nearest even. VCVTNE2PS2BF16
 // flushes subnormal inputs to zero and rounds everything else as the software does
 // (avx512_bf16.h). A normal float never rounds to a bf16 zero, so a vector whose output has no
@@ -67,10 +76,7 @@ POSENC_AVX512_BF16_ATTR inline void Store32EvenOdd(__m512 even, __m512 odd, std:
     alignas(64) float e[16], o[16];
     _mm512_store_ps(e, even);
     _mm512_store_ps(o, odd);
-    for (int l = 0; l < 16; ++l) {
-      p[2 * l] = bf16_from_f32(e[l]);
-      p[2 * l + 1] = bf16_from_f32(o[l]);
-    }
+    InterleaveInSoftware(e, o, 16, p);
     return;
   }
   _mm512_storeu_si512(p, words);
@@ -99,10 +105,7 @@ POSENC_AVX512_BF16_ATTR inline void Store16EvenOdd(__m256 even, __m256 odd, std:
     alignas(32) float e[8], o[8];
     _mm256_store_ps(e, even);
     _mm256_store_ps(o, odd);
-    for (int l = 0; l < 8; ++l) {
-      p[2 * l] = bf16_from_f32(e[l]);
-      p[2 * l + 1] = bf16_from_f32(o[l]);
-    }
+    InterleaveInSoftware(e, o, 8, p);
     return;
   }
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), words);
