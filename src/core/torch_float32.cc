@@ -149,10 +149,10 @@ std::size_t sleef_lanes(TorchCapability capability) {
 // cos and sin of 4 lanes by Sleef's 4-lane FMA kernels, which take the Cody-Waite path when all 4
 // are fast lanes and Payne-Hanek for all 4 otherwise, as the 8- and 16-lane kernels torch calls
 // do for theirs: on each lane the bits of the scalar purecfma kernel on the same path (checked on
-// every float, both signs: |x| < 125 against Sleef_{cos,sin}f1_u10purecfma and the 8-lane
-// Sleef_{cos,sin}f8_u10avx2, |x| >= 125 against both as well; no difference), at a quarter of the
-// calls. transformers' rows computed per token (hf numerics without a table) took 5.9 us a token
-// for 64 pairs one lane at a time, 1.5 us four at a time (Zen 4).
+// every finite float of either sign, on both paths, against Sleef_{cos,sin}f1_u10purecfma and the
+// 8-lane Sleef_{cos,sin}f8_u10avx2: bench/sleef_lanes_check, no difference), at a quarter of the
+// calls. transformers' rows computed per token (hf numerics without a table) took 6.1 us a token
+// for 64 pairs one lane at a time, 1.1 us four at a time and only the row's half (Zen 4).
 void cos_sin_4(const float* x, float* c, float* s) {
   const __m128 v = _mm_loadu_ps(x);
   _mm_storeu_ps(c, Sleef_cosf4_u10avx2128(v));

@@ -108,12 +108,7 @@ HWY_INLINE hn::Vec<hn::Rebind<std::uint8_t, hn::ScalableTag<std::uint16_t>>> Low
       _mm512_cvtepi16_epi8(w.raw)};
 }
 
-// What StoreBf16AsFp8 needs of a scale, made once per loop: the power of two's shift, or else
-// the scale's Bf16Fp8Map in registers (words 0-31, 32-63, 64-95, 96-127), the table path's
-// constants, and the scale for the float path. Once per loop because the stores go through
-// uint8_t pointers, which may alias the map, so a table read inside the loop would be reloaded on
-// every iteration; and with the constants inside the function GCC broadcast three of them again
-// on every one.
+// Bf16Fp8Tables::shift where the scale is not a power of two in range.
 inline constexpr int kNoBf16Fp8Shift = 1 << 20;
 
 // Whether StoreBf16AsFp8 can take this scale: a power of two in range, or a table.
@@ -122,6 +117,12 @@ inline bool Bf16Fp8In16Bits(const CacheScale& cs) {
   return Bf16Fp8Shift(cs.inv, s) || cs.bf16 != nullptr;
 }
 
+// What StoreBf16AsFp8 needs of a scale, made once per loop: the power of two's shift, or else
+// the scale's Bf16Fp8Map in registers (words 0-31, 32-63, 64-95, 96-127), the table path's
+// constants, and the scale for the float path. Once per loop because the stores go through
+// uint8_t pointers, which may alias the map, so a table read inside the loop would be reloaded on
+// every iteration; and with the constants inside the function GCC broadcast three of them again
+// on every one.
 struct Bf16Fp8Tables {
   explicit Bf16Fp8Tables(const CacheScale& cs) : scale(cs.scale), inv(cs.inv) {
     if (Bf16Fp8Shift(cs.inv, shift)) return;
@@ -191,6 +192,7 @@ HWY_INLINE void StoreBf16AsFp8ByTable(hn::Vec<hn::ScalableTag<std::uint16_t>> x,
     hn::StoreU(bytes, d8, p);
   }
 }
+
 // 32 bf16 words (one AVX-512 vector) -> 32 E4M3 bytes at p for the scale 2^-s; with kStream a
 // streaming store, p aligned to 32 bytes.
 template <bool kStream = false>

@@ -116,7 +116,7 @@ HWY_INLINE void EmitK2(KTag ktag, CTag ctag, D d, hn::Vec<D> y0, hn::Vec<D> y1,
 // Whether bf16 values (k or v) go into this fp8 cache in 16-bit lanes (StoreBf16AsFp8): on
 // AVX-512, for a power-of-two scale or one the call has a table of (TokenKv::k_fp8_map, v_fp8_map).
 template <class KTag, class CTag>
-HWY_INLINE bool Bf16Fp8In16BitLanes([[maybe_unused]] const CacheScale& scale) {
+HWY_INLINE bool StoresBf16AsFp8([[maybe_unused]] const CacheScale& scale) {
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
   if constexpr (std::is_same_v<KTag, BF16Tag> && std::is_same_v<CTag, Fp8Tag>) {
     return Bf16Fp8In16Bits(scale);
@@ -126,7 +126,7 @@ HWY_INLINE bool Bf16Fp8In16BitLanes([[maybe_unused]] const CacheScale& scale) {
 }
 
 #if !(HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3)
-// fp8-inl.h's, on AVX-512 only; here never made (Bf16Fp8In16BitLanes is false).
+// fp8-inl.h's, on AVX-512 only; here never made (StoresBf16AsFp8 is false).
 struct Bf16Fp8Tables {
   explicit Bf16Fp8Tables(const CacheScale&) {}
 };
@@ -146,7 +146,7 @@ HWY_NOINLINE void ConvertCopy(InTag itag, CTag ctag, const typename InTag::Stora
   std::int64_t i = 0;
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
   if constexpr (std::is_same_v<InTag, BF16Tag> && std::is_same_v<CTag, Fp8Tag>) {
-    if (Bf16Fp8In16BitLanes<InTag, CTag>(scale)) {
+    if (StoresBf16AsFp8<InTag, CTag>(scale)) {
       const Bf16Fp8Tables tab(scale);
       const hn::ScalableTag<std::uint16_t> du;
       const auto lanes = static_cast<std::int64_t>(hn::Lanes(du));
@@ -173,9 +173,8 @@ HWY_NOINLINE void ConvertCopy(InTag itag, CTag ctag, const typename InTag::Stora
   for (; i < count; ++i) StoreCache(ctag, d1, LoadF32(itag, d1, in + i), out + i, scale);
 }
 
-// EmitK2, or with the scale's table in registers (tab, bf16 k into fp8 on AVX-512; else null):
-// the two vectors' bf16 words (what apply_rope stores, also to `back`) converted to E4M3 in
-// 16-bit lanes.
+// EmitK2, or with Bf16Fp8Tables (tab: bf16 k into fp8 on AVX-512; else null) the two vectors'
+// bf16 words (what apply_rope stores, also to `back`) converted to E4M3 in 16-bit lanes.
 template <class KTag, class CTag, class D>
 HWY_INLINE void EmitK2Mapped(KTag ktag, CTag ctag, D d, hn::Vec<D> y0, hn::Vec<D> y1,
                              typename KTag::Storage* back, typename CTag::Storage* cache,
@@ -203,7 +202,7 @@ HWY_NOINLINE void RotateKHead(KTag ktag, CTag ctag, const typename KTag::Storage
   const CacheScale scale{t.k_scale, t.k_inv_scale, t.k_fp8_map};
   // The table in registers for the whole head, where there is one.
   std::optional<Bf16Fp8Tables> tables;
-  if (Bf16Fp8In16BitLanes<KTag, CTag>(scale)) tables.emplace(scale);
+  if (StoresBf16AsFp8<KTag, CTag>(scale)) tables.emplace(scale);
   [[maybe_unused]] const Bf16Fp8Tables* tab = tables ? &*tables : nullptr;
   auto at = [&](std::int64_t j) { return back ? back + j : nullptr; };
   if (t.layout == Layout::kHalfSplit) {
@@ -339,7 +338,7 @@ HWY_INLINE bool StreamBf16AsFp8Row([[maybe_unused]] const TokenKv& t,
         reinterpret_cast<std::uintptr_t>(out) % static_cast<std::uintptr_t>(lanes) != 0) {
       return false;
     }
-    if (!Bf16Fp8In16BitLanes<InTag, CTag>(scale)) return false;
+    if (!StoresBf16AsFp8<InTag, CTag>(scale)) return false;
     const Bf16Fp8Tables tab(scale);
     WithBf16Fp8Store<true>(tab, [&](const auto& store) {
       for (std::int64_t i = 0; i < t.head_dim; i += lanes) store(hn::LoadU(du, in + i), out + i);
@@ -520,7 +519,7 @@ HWY_INLINE void RotatePackedBf16Keys(const TokenKv& t, void* out) {
 HWY_INLINE bool AppendBf16KAsFp8ByToken(const TokenKv& t) {
   constexpr std::int64_t kMaxWords = 8192;  // 16 KiB: Llama 2 7B's 32 heads of 128 take half
   const CacheScale ks{t.k_scale, t.k_inv_scale, t.k_fp8_map};
-  if (!Bf16Fp8In16BitLanes<BF16Tag, Fp8Tag>(ks) || t.pairs == 0 || t.offset != 0 ||
+  if (!StoresBf16AsFp8<BF16Tag, Fp8Tag>(ks) || t.pairs == 0 || t.offset != 0 ||
       2 * t.pairs != t.head_dim || t.k_head_stride != t.head_dim ||
       t.heads * t.head_dim > kMaxWords) {
     return false;

@@ -168,8 +168,8 @@ HWY_INLINE void CopyUnrotated(const TokenHeads& t, const T* hin, T* hout) {
 // (the per-head loops of RotateHalfSplit and RotateInterleaved run a few iterations at head_dim
 // 128, spent half their loads on the row, and RotateInterleaved loaded its input twice). Each
 // element meets the same math as in those loops: the same bits.
-//  - Half-split (head_dim 64, 128, 256 on AVX-512; 32, 64, 128 on AVX2): kVecs vectors of c and
-//    of s, HalfSplitMath. bf16 keeps the row deinterleaved (even / odd form, as
+//  - Half-split (the counts RotateRowInRegisters lists): kVecs vectors of c and of s,
+//    HalfSplitMath. bf16 keeps the row deinterleaved (even / odd form, as
 //    RotateHalfSplitBf16EvenOdd) so that a pair of vectors packs into one store.
 //  - Interleaved (kInterleaved; 2n = 2 kVecs lanes dims): the expanded rows' 2 kVecs vectors of c2
 //    and of s2, InterleavedMath with the partner from Shuffle2301 of the register. Before it,
@@ -380,11 +380,6 @@ void RotateTokenBlock(const TokenBlock& b) {
 // expand_interleaved_row (rotate.h): each vector of c2 (s2) from half a vector of c (s) by one
 // permute, s2's signs by a multiply with +-1 (exact). As a scalar loop it took a third as long as
 // rotating 8 heads of 64 with the row in registers (Zen 4, f32).
-alignas(64) constexpr std::int32_t kPairOfLane[16] = {0, 0, 1, 1, 2, 2, 3, 3,
-                                                      4, 4, 5, 5, 6, 6, 7, 7};
-alignas(64) constexpr float kAlternateSign[16] = {-1, 1, -1, 1, -1, 1, -1, 1,
-                                                  -1, 1, -1, 1, -1, 1, -1, 1};
-
 void ExpandInterleavedRow(const float* c, const float* s, float sign, std::int64_t n, float* c2,
                           float* s2) {
   std::int64_t i = 0;
@@ -392,6 +387,10 @@ void ExpandInterleavedRow(const float* c, const float* s, float sign, std::int64
   const hn::ScalableTag<float> d;
   constexpr std::size_t kLanes = hn::MaxLanes(d);
   if constexpr (kLanes >= 4 && kLanes <= 16) {
+    alignas(64) static constexpr std::int32_t kPairOfLane[16] = {0, 0, 1, 1, 2, 2, 3, 3,
+                                                                 4, 4, 5, 5, 6, 6, 7, 7};
+    alignas(64) static constexpr float kAlternateSign[16] = {-1, 1, -1, 1, -1, 1, -1, 1,
+                                                             -1, 1, -1, 1, -1, 1, -1, 1};
     const hn::Half<decltype(d)> dh;
     const auto idx = hn::SetTableIndices(d, kPairOfLane);
     const auto vsign = hn::Mul(hn::Load(d, kAlternateSign), hn::Set(d, sign));
