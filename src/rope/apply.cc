@@ -128,7 +128,6 @@ int run(const RopeSpec& spec, std::span<const Pass> passes, std::int64_t tokens,
   if (elements < kMinParallelElements) threads = 1;
   const std::int64_t splits = tokens >= 2 * threads ? 1 : threads;
   const std::int64_t tasks = tokens * splits;
-  const bool interleaved = spec.layout == Layout::kInterleaved;
   const float sign = direction == Direction::kInverse ? -1.0f : 1.0f;
   std::int64_t bytes = 0;
   for (const Pass& p : passes) {
@@ -147,10 +146,9 @@ int run(const RopeSpec& spec, std::span<const Pass> passes, std::int64_t tokens,
   }
   if (blocks) {
     auto block_body = [&](std::int64_t begin, std::int64_t end) {
-      // 16 rows of n pairs: c and s (s negated in place for the inverse), and for interleaved
-      // the kernel's expanded c2 and s2 (2n each).
+      // 16 rows of n pairs: c and s (s negated in place for the inverse).
       constexpr std::int64_t kBlockTokens = 16;
-      const std::int64_t slot_floats = interleaved ? 6 * n : 2 * n;
+      const std::int64_t slot_floats = 2 * n;
       detail::RowScratch scratch(
           static_cast<std::size_t>(std::min(kBlockTokens, end - begin) * slot_floats));
       float* const buffer = scratch.data();
@@ -161,11 +159,9 @@ int run(const RopeSpec& spec, std::span<const Pass> passes, std::int64_t tokens,
         if (row_block) row_block(t0, count, buffer, buffer + n, slot_floats);
         for (std::int64_t k = 0; k < count; ++k) {
           float* slot = buffer + k * slot_floats;
-          float* c2 = interleaved ? slot + 2 * n : nullptr;
           const detail::Row made =
               row_block ? detail::Row{slot, slot + n} : row(t0 + k, slot, slot + n);
-          const auto [rc, rs] = detail::kernel_row(spec.layout, sign, n, made, slot + n, c2,
-                                                   interleaved ? c2 + 2 * n : nullptr);
+          const auto [rc, rs] = detail::kernel_row(sign, n, made, slot + n);
           cs[k] = rc;
           ss[k] = rs;
         }
@@ -187,15 +183,13 @@ int run(const RopeSpec& spec, std::span<const Pass> passes, std::int64_t tokens,
   }
 
   auto body = [&](std::int64_t begin, std::int64_t end) {
-    // c, s (n each), c2, s2 (2n each, interleaved only).
-    detail::RowScratch scratch(static_cast<std::size_t>(6 * n));
+    // c, s (n each).
+    detail::RowScratch scratch(static_cast<std::size_t>(2 * n));
     float* const c = scratch.data();
     float* const s = c + n;
-    float* const c2 = s + n;
-    float* const s2 = c2 + 2 * n;
     for (std::int64_t task = begin; task < end; ++task) {
       const std::int64_t t = task / splits, part = task % splits;
-      const auto [rc, rs] = detail::kernel_row(spec.layout, sign, n, row(t, c, s), s, c2, s2);
+      const auto [rc, rs] = detail::kernel_row(sign, n, row(t, c, s), s);
       for (const Pass& p : passes) {
         const std::int64_t h0 = p.in->heads * part / splits, h1 = p.in->heads * (part + 1) / splits;
         if (h0 == h1) continue;

@@ -377,15 +377,13 @@ int rope_append_kv_cache(const Frequencies& freqs, const KvCache& cache, const K
   const detail::Bf16Fp8Map* v_fp8 =
       fp8 && args.v.dtype == DType::kBF16 ? bf16_fp8_map(1, cache.v_scale) : nullptr;
   auto body = [&](std::int64_t begin, std::int64_t end) {
-    // c, s (n each), c2, s2 (2n each), then the block's rows (2n per token) on the fly.
+    // c, s (n each), then the block's rows (2n per token) on the fly.
     constexpr std::int64_t kBlockTokens = 16;
     detail::RowScratch scratch(static_cast<std::size_t>(
-        6 * n + (row_block ? 2 * n * std::min(kBlockTokens, end - begin) : 0)));
+        2 * n + (row_block ? 2 * n * std::min(kBlockTokens, end - begin) : 0)));
     float* const c = scratch.data();
     float* const s = c + n;
-    float* const c2 = s + n;
-    float* const s2 = c2 + 2 * n;
-    float* const block = s2 + 2 * n;
+    float* const block = s + n;
     for (std::int64_t t = begin; t < end; ++t) {
       const float* rc = nullptr;
       const float* rs = nullptr;
@@ -400,7 +398,7 @@ int rope_append_kv_cache(const Frequencies& freqs, const KvCache& cache, const K
         } else {
           made = row(t, c, s);
         }
-        std::tie(rc, rs) = detail::kernel_row(spec.layout, 1.0f, n, made, s, c2, s2);
+        std::tie(rc, rs) = made;  // forward only: the kernels take the row as it is
       }
       if (args.q) {
         const TensorView& q = *args.q;

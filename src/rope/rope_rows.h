@@ -134,16 +134,11 @@ class CosSinRowBlocks {
   bool applies_;
 };
 
-// The row in the kernels' form (rope/kernels/rotate.h): half-split uses (c, s) as they are, or
-// with s negated into s_neg for the inverse; interleaved expands into c2, s2 (2n each). s_neg may
-// be row.second's own buffer. Returns the pointers to hand over.
-inline Row kernel_row(Layout layout, float sign, std::int64_t n, Row row, float* s_neg, float* c2,
-                      float* s2) {
+// The row in the kernels' form (rope/kernels/rotate.h), either layout: (c, s) as they are, or
+// with s negated into s_neg for the inverse. s_neg may be row.second's own buffer. Returns the
+// pointers to hand over.
+inline Row kernel_row(float sign, std::int64_t n, Row row, float* s_neg) {
   const auto [c, s] = row;
-  if (layout == Layout::kInterleaved) {
-    expand_interleaved_row(c, s, sign, n, c2, s2);
-    return {c2, s2};
-  }
   if (sign < 0) {
     for (std::int64_t i = 0; i < n; ++i) s_neg[i] = -s[i];
     return {c, s_neg};

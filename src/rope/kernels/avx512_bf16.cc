@@ -133,8 +133,7 @@ POSENC_AVX512_BF16_ATTR inline __m512 Deinterleave(const float* p, int parity) {
 //    token, stays in registers (kBlocks blocks of 32 pairs, four vectors each) for every head:
 //    the operations of HalfSplitMath on AVX3 (Highway's MulSub and MulAdd are these FMAs);
 //  - interleaved pairs (x[2i], x[2i + 1]): Load32EvenOdd's even and odd elements are the pairs' a
-//    and b, so c_i comes from the expanded c2 = [c0 c0 c1 c1 ...] (its even entries) and s_i
-//    from s2 = [-s0 s0 -s1 s1 ...] (its odd entries); kBlocks blocks of 16 pairs, two vectors
+//    and b, so the row's c_i and s_i serve as they are; kBlocks blocks of 16 pairs, two vectors
 //    each. rotate.cc's InterleavedMath is fma(a, c, b (-s)) and fma(b, c, a s): the same
 //    products (negation is exact) and the same single rounding of each sum. Before this path,
 //    bf16 heads of 128 went through Highway's interleaved code with bf16 rounded in software, at
@@ -160,25 +159,36 @@ POSENC_AVX512_BF16_ATTR void RotateHeads(const TokenHeads& t) {
     hso = Deinterleave8(t.s + 32 * kBlocks, 1);
   }
   for (int k = 0; k < kBlocks; ++k) {
-    ce[k] = Deinterleave(t.c + 32 * k, 0);
-    so[k] = Deinterleave(t.s + 32 * k, 1);
-    if constexpr (!kInterleaved) {
+    if constexpr (kInterleaved) {
+      ce[k] = _mm512_loadu_ps(t.c + 16 * k);
+      so[k] = _mm512_loadu_ps(t.s + 16 * k);
+    } else {
+      ce[k] = Deinterleave(t.c + 32 * k, 0);
       co[k] = Deinterleave(t.c + 32 * k, 1);
       se[k] = Deinterleave(t.s + 32 * k, 0);
+      so[k] = Deinterleave(t.s + 32 * k, 1);
     }
   }
   // t's fields are read through the reference (the stores may alias them, so each head reloads
   // them): copied into locals, as rotate.cc does, they took more registers than this loop has
   // and GCC spilled some to the stack; the 8 MiB bf16 case took 8-10% longer (Zen 4, in turn).
+  // Out of place, the dims outside the rotated range as they are, every head's before the
+  // rotation: a memcpy call inside the loop below made GCC keep the row in stack slots across it
+  // and reload it for every multiply (interleaved 64-token decode, 8 kv heads: 42-54 us against
+  // 34-46).
   const std::int64_t end = t.offset + kDims;
+  if (t.copy_rest) {
+    for (std::int64_t h = 0; h < t.heads; ++h) {
+      const std::uint16_t* hin = in + h * t.head_stride;
+      std::uint16_t* hout = out + h * t.head_stride;
+      std::memcpy(hout, hin, static_cast<std::size_t>(t.offset) * sizeof(*hin));
+      std::memcpy(hout + end, hin + end, static_cast<std::size_t>(t.head_dim - end) * sizeof(*hin));
+    }
+  }
   for (std::int64_t h = 0; h < t.heads; ++h) {
     const std::uint16_t* hin = in + h * t.head_stride;
     std::uint16_t* hout = out + h * t.head_stride;
     if (t.prefetch) prefetch_ahead(hin, t.head_dim);
-    if (t.copy_rest) {  // out of place: the dims outside the rotated range as they are
-      std::memcpy(hout, hin, static_cast<std::size_t>(t.offset) * sizeof(*hin));
-      std::memcpy(hout + end, hin + end, static_cast<std::size_t>(t.head_dim - end) * sizeof(*hin));
-    }
     const std::uint16_t* a = hin + t.offset;
     std::uint16_t* y = hout + t.offset;
     if constexpr (kInterleaved) {

@@ -194,6 +194,9 @@ HWY_INLINE void EmitK2Mapped(KTag ktag, CTag ctag, D d, hn::Vec<D> y0, hn::Vec<D
   EmitK2(ktag, ctag, d, y0, y1, back, cache, scale);
 }
 
+// One head of k rotated into its cache row (and into `back` where it is not null). t's row is
+// as rotate.h describes, except that an interleaved one comes expanded (c2, s2: AppendK expands
+// it once for the token's heads).
 template <class KTag, class CTag>
 HWY_NOINLINE void RotateKHead(KTag ktag, CTag ctag, const typename KTag::Storage* in,
                               typename KTag::Storage* back, typename CTag::Storage* out,
@@ -596,6 +599,13 @@ HWY_INLINE void AppendK(KTag ktag, CTag ctag, const TokenKv& t) {
   C* out = static_cast<C*>(t.k_cache);
   const std::int64_t rotated = 2 * t.pairs;
   const CacheScale ks{t.k_scale, t.k_inv_scale, t.k_fp8_map};
+  // RotateKHead reads an interleaved row expanded (rotate.h): once for all the heads.
+  const InterleavedRowBuffer row2(t.layout, t.c, t.s, t.pairs);
+  TokenKv tk = t;
+  if (row2.c2) {
+    tk.c = row2.c2;
+    tk.s = row2.s2;
+  }
   for (std::int64_t h = 0; h < t.heads; ++h) {
     const K* hin = in + h * t.k_head_stride;
     if (t.prefetch) prefetch_ahead(hin, t.head_dim);
@@ -610,7 +620,7 @@ HWY_INLINE void AppendK(KTag ktag, CTag ctag, const TokenKv& t) {
       const std::int64_t end = t.offset + rotated;
       if (end < t.head_dim) ConvertCopy(ktag, ctag, hin + end, hout + end, t.head_dim - end, ks);
       RotateKHead(ktag, ctag, hin + t.offset,
-                  back ? back + h * t.k_head_stride + t.offset : nullptr, hout + t.offset, t);
+                  back ? back + h * t.k_head_stride + t.offset : nullptr, hout + t.offset, tk);
     }
     row.Flush(t.head_dim);
   }

@@ -171,8 +171,8 @@ HWY_INLINE void CopyUnrotated(const TokenHeads& t, const T* hin, T* hout) {
 //  - Half-split (the counts RotateRowInRegisters lists): kVecs vectors of c and of s,
 //    HalfSplitMath. bf16 keeps the row deinterleaved (even / odd form, as
 //    RotateHalfSplitBf16EvenOdd) so that a pair of vectors packs into one store.
-//  - Interleaved (kInterleaved; 2n = 2 kVecs lanes dims): the expanded rows' 2 kVecs vectors of c2
-//    and of s2, InterleavedMath with the partner from Shuffle2301 of the register. Before it,
+//  - Interleaved (kInterleaved; 2n = 2 kVecs lanes dims): the row expanded into 2 kVecs vectors
+//    of c2 and of s2, InterleavedMath with the partner from Shuffle2301 of the register. Before it,
 //    8 heads of 128 (f32, f16, bf16 without AVX-512 BF16) ran at 0.39-0.51 of the in-place
 //    stream (Zen 4), against 0.74-0.89 for half-split.
 template <bool kInterleaved, std::size_t kVecs, class Tag>
@@ -190,8 +190,15 @@ HWY_INLINE void RotateHeadsInRegisters(Tag tag, const TokenHeads& t) {
   constexpr std::size_t kPaired = kRowVecs / 2 * 2;
   hn::Vec<decltype(d)> vc[kRowVecs], vs[kRowVecs];
   for (std::size_t k = 0; k < kRowVecs; ++k) {
-    vc[k] = hn::LoadU(d, t.c + k * kLanes);
-    vs[k] = hn::LoadU(d, t.s + k * kLanes);
+    if constexpr (kInterleaved) {
+      // Expanded here, from the table's row itself: expanded into a buffer first, a table row's
+      // misses fell on that copy, and at 4096 tokens it took 14% of the time against the
+      // rotation's 37% (Zen 4, f32, 8 heads of 128).
+      InterleavedRowLanes(d, t.c, t.s, static_cast<std::int64_t>(k * kLanes), vc[k], vs[k]);
+    } else {
+      vc[k] = hn::LoadU(d, t.c + k * kLanes);
+      vs[k] = hn::LoadU(d, t.s + k * kLanes);
+    }
   }
   if constexpr (kBf16EvenOdd && kPaired > 0) {
     alignas(64) float ce[kPaired * kLanes], se[kPaired * kLanes];
@@ -208,12 +215,17 @@ HWY_INLINE void RotateHeadsInRegisters(Tag tag, const TokenHeads& t) {
   // reading them through the reference and 160-166 ns from locals (two rounds, in turn).
   const std::int64_t heads = t.heads, head_stride = t.head_stride, offset = t.offset;
   const std::int64_t head_dim = t.head_dim;
-  const bool prefetch = t.prefetch, copy_rest = t.copy_rest;
+  const bool prefetch = t.prefetch;
+  // Out of place, every head's unrotated dims first: no call inside the loop below, across which
+  // the row's registers would have to be saved (avx512_bf16.cc measured what that costs).
+  if (t.copy_rest) {
+    for (std::int64_t h = 0; h < heads; ++h)
+      CopyUnrotated(t, in + h * head_stride, out + h * head_stride);
+  }
   for (std::int64_t h = 0; h < heads; ++h) {
     const T* hin = in + h * head_stride;
     T* hout = out + h * head_stride;
     if (prefetch) prefetch_ahead(hin, head_dim);
-    if (copy_rest) CopyUnrotated(t, hin, hout);
     const T* a = hin + offset;
     T* y = hout + offset;
 #pragma GCC unroll 8
@@ -325,6 +337,8 @@ HWY_INLINE void RotateTyped(Tag tag, const TokenHeads& t) {
     }
   }
 #endif
+  // Interleaved rows expanded once for all the heads (ExpandInterleavedRow).
+  const InterleavedRowBuffer row2(t.layout, t.c, t.s, t.pairs);
   for (std::int64_t h = 0; h < t.heads; ++h) {
     const T* hin = in + h * t.head_stride;
     T* hout = out + h * t.head_stride;
@@ -333,7 +347,7 @@ HWY_INLINE void RotateTyped(Tag tag, const TokenHeads& t) {
     if (t.layout == Layout::kHalfSplit) {
       RotateHalfSplit(tag, hin + t.offset, hout + t.offset, t.pairs, t.c, t.s);
     } else {
-      RotateInterleaved(tag, hin + t.offset, hout + t.offset, t.pairs, t.c, t.s);
+      RotateInterleaved(tag, hin + t.offset, hout + t.offset, t.pairs, row2.c2, row2.s2);
     }
   }
 }
@@ -377,39 +391,6 @@ void RotateTokenBlock(const TokenBlock& b) {
   WithStorageTag(b.heads.dtype, [&](auto tag) { RotateBlockTyped(tag, b); });
 }
 
-// expand_interleaved_row (rotate.h): each vector of c2 (s2) from half a vector of c (s) by one
-// permute, s2's signs by a multiply with +-1 (exact). As a scalar loop it took a third as long as
-// rotating 8 heads of 64 with the row in registers (Zen 4, f32).
-void ExpandInterleavedRow(const float* c, const float* s, float sign, std::int64_t n, float* c2,
-                          float* s2) {
-  std::int64_t i = 0;
-#if POSENC_FULL_VECTORS && !HWY_HAVE_SCALABLE
-  const hn::ScalableTag<float> d;
-  constexpr std::size_t kLanes = hn::MaxLanes(d);
-  if constexpr (kLanes >= 4 && kLanes <= 16) {
-    alignas(64) static constexpr std::int32_t kPairOfLane[16] = {0, 0, 1, 1, 2, 2, 3, 3,
-                                                                 4, 4, 5, 5, 6, 6, 7, 7};
-    alignas(64) static constexpr float kAlternateSign[16] = {-1, 1, -1, 1, -1, 1, -1, 1,
-                                                             -1, 1, -1, 1, -1, 1, -1, 1};
-    const hn::Half<decltype(d)> dh;
-    const auto idx = hn::SetTableIndices(d, kPairOfLane);
-    const auto vsign = hn::Mul(hn::Load(d, kAlternateSign), hn::Set(d, sign));
-    constexpr auto kHalf = static_cast<std::int64_t>(kLanes / 2);
-    for (; i + kHalf <= n; i += kHalf) {
-      const auto vc = hn::ZeroExtendVector(d, hn::LoadU(dh, c + i));
-      const auto vs = hn::ZeroExtendVector(d, hn::LoadU(dh, s + i));
-      hn::StoreU(hn::TableLookupLanes(vc, idx), d, c2 + 2 * i);
-      hn::StoreU(hn::Mul(hn::TableLookupLanes(vs, idx), vsign), d, s2 + 2 * i);
-    }
-  }
-#endif
-  for (; i < n; ++i) {
-    c2[2 * i] = c2[2 * i + 1] = c[i];
-    s2[2 * i] = -sign * s[i];
-    s2[2 * i + 1] = sign * s[i];
-  }
-}
-
 const char* TargetName() { return hwy::TargetName(HWY_TARGET); }
 
 }  // namespace HWY_NAMESPACE
@@ -422,18 +403,12 @@ namespace posenc::detail {
 HWY_EXPORT(RotateTokenHeads);
 HWY_EXPORT(RotateTokenBlock);
 HWY_EXPORT(TargetName);
-HWY_EXPORT(ExpandInterleavedRow);
 
 void rotate_token_heads(const TokenHeads& args) { HWY_DYNAMIC_DISPATCH(RotateTokenHeads)(args); }
 
 void rotate_token_block(const TokenBlock& block) { HWY_DYNAMIC_DISPATCH(RotateTokenBlock)(block); }
 
 const char* active_target_name() { return HWY_DYNAMIC_DISPATCH(TargetName)(); }
-
-void expand_interleaved_row(const float* c, const float* s, float sign, std::int64_t n, float* c2,
-                            float* s2) {
-  HWY_DYNAMIC_DISPATCH(ExpandInterleavedRow)(c, s, sign, n, c2, s2);
-}
 
 }  // namespace posenc::detail
 #endif  // HWY_ONCE

@@ -1,9 +1,9 @@
 // src/rope/kernels/rotate.h: the per-token SIMD entry point of the RoPE kernels (internal).
 //
-// One call rotates `heads` heads of one token with one prepared cos/sin row:
-//   kHalfSplit:   c, s hold n values; y_a = x_a c - x_b s, y_b = x_b c + x_a s (a = i, b = i + n)
-//   kInterleaved: c, s hold 2n values, already expanded to lanes: c = [c0 c0 c1 c1 ...],
-//                 s = [-s0 s0 -s1 s1 ...], so that y = x c + swap_pairs(x) s
+// One call rotates `heads` heads of one token with one prepared cos/sin row, c and s of n values
+// each: y_a = x_a c - x_b s, y_b = x_b c + x_a s, with a = i, b = i + n (kHalfSplit) or a = 2i,
+// b = 2i + 1 (kInterleaved; the kernels expand the row to lanes, c2 = [c0 c0 c1 c1 ...] and
+// s2 = [-s0 s0 -s1 s1 ...], and compute y = x c2 + swap_pairs(x) s2, the same operations).
 // Inverse rotation is the caller's business (it negates s when preparing the row).
 //
 // Dispatch is per token, not per tensor as in Highway's skeleton, because the cos/sin row is made
@@ -91,11 +91,6 @@ inline void prefetch_ahead(const T* p, std::int64_t count) {
 
 // Runs on the best SIMD target this CPU supports (or the forced one, targets.h).
 void rotate_token_heads(const TokenHeads& args);
-
-// An interleaved row in the kernels' form from (c, s), n values each: c2 = [c0 c0 c1 c1 ...],
-// s2 = [-sign s0, sign s0, -sign s1, sign s1, ...] (sign +-1: exact), 2n values each.
-void expand_interleaved_row(const float* c, const float* s, float sign, std::int64_t n, float* c2,
-                            float* s2);
 
 // A run of tokens of one tensor: token k's heads start at heads.in + k * in_token_stride and
 // heads.out + k * out_token_stride (elements) and are rotated with the rows c[k], s[k] (the form
