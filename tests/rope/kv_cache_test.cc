@@ -319,13 +319,14 @@ TEST(KvCache, LargeAppendsWithStreamingStoresGiveTheSameBits) {
   });
 }
 
-// The rows-in-registers path (full half-split rotary of 64, 128, 256 dims into a cache of k's
-// dtype: AppendKRowInRegisters) with streaming stores: appends past the threshold, k read only and
-// rotated in place, pages padded by 3 elements so the cache rows start at every alignment (rows
-// on a vector boundary are streamed from the registers, the others staged), on every target.
-// Also bf16 into fp8 with power-of-two scales, whose whole rows on a 32-byte boundary are streamed
-// from the registers too (StreamBf16AsFp8Row). (The streaming test above uses partial rotary,
-// which takes the per-head path.)
+// The rows-in-registers path (full rotary of 64, 96, 128, 256 dims into a cache of k's dtype,
+// half-split and interleaved: AppendKRowInRegisters) with streaming stores: appends past the
+// threshold, k read only and rotated in place, pages padded by 3 elements so the cache rows start
+// at every alignment (rows on a vector boundary are streamed from the registers, the others
+// staged; a half-split row of an odd number of vectors always staged), on every target. Also bf16
+// into fp8 with a power-of-two and a calibrated scale, whose whole rows on a 32-byte boundary are
+// streamed from the registers too (StreamBf16AsFp8Row). (The streaming test above uses partial
+// rotary, which takes the per-head path.)
 TEST(KvCache, RowsInRegistersWithStreamingStoresGiveTheSameBits) {
   const StreamThreshold threshold;
   std::mt19937 rng(37);
@@ -333,17 +334,26 @@ TEST(KvCache, RowsInRegistersWithStreamingStoresGiveTheSameBits) {
     DType dtype;
     CacheDType cache_dtype;
     std::int64_t head_dim;
+    Layout layout = Layout::kHalfSplit;
+    float fp8_k_scale = 0.25f;  // a power of two: StoreBf16AsFp8's shift path
   };
-  const Kind kinds[] = {
-      {DType::kBF16, CacheDType::kBF16, 64},   {DType::kBF16, CacheDType::kBF16, 128},
-      {DType::kBF16, CacheDType::kBF16, 256},  {DType::kF16, CacheDType::kF16, 128},
-      {DType::kF32, CacheDType::kF32, 128},    {DType::kBF16, CacheDType::kFp8E4M3, 128},
-      {DType::kBF16, CacheDType::kFp8E4M3, 64}};
+  const Kind kinds[] = {{DType::kBF16, CacheDType::kBF16, 64},
+                        {DType::kBF16, CacheDType::kBF16, 128},
+                        {DType::kBF16, CacheDType::kBF16, 256},
+                        {DType::kF16, CacheDType::kF16, 128},
+                        {DType::kF32, CacheDType::kF32, 128},
+                        {DType::kF32, CacheDType::kF32, 96},
+                        {DType::kF32, CacheDType::kF32, 128, Layout::kInterleaved},
+                        {DType::kF16, CacheDType::kF16, 64, Layout::kInterleaved},
+                        {DType::kBF16, CacheDType::kBF16, 128, Layout::kInterleaved},
+                        {DType::kBF16, CacheDType::kFp8E4M3, 128},
+                        {DType::kBF16, CacheDType::kFp8E4M3, 128, Layout::kHalfSplit, 1.0f / 448},
+                        {DType::kBF16, CacheDType::kFp8E4M3, 64}};
   posenc_test::ForEachTarget([&](const std::string& target) {
     for (const Kind& kind : kinds) {
       for (bool in_place : {false, true}) {
         Case c;
-        c.spec = posenc::testing::Spec(kind.head_dim, kind.head_dim, 0, Layout::kHalfSplit);
+        c.spec = posenc::testing::Spec(kind.head_dim, kind.head_dim, 0, kind.layout);
         c.dtype = c.v_dtype = kind.dtype;
         c.cache_dtype = kind.cache_dtype;
         c.q_heads = 1;
@@ -352,7 +362,7 @@ TEST(KvCache, RowsInRegistersWithStreamingStoresGiveTheSameBits) {
         c.page_pad = 3;
         c.k_in_place = in_place;
         if (kind.cache_dtype == CacheDType::kFp8E4M3) {
-          c.k_scale = 0.25f;  // powers of two: StoreBf16AsFp8's path
+          c.k_scale = kind.fp8_k_scale;
           c.v_scale = 2.0f;
         }
         const std::int64_t row_bytes =

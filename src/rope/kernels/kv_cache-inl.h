@@ -384,63 +384,89 @@ HWY_INLINE void StreamResultsF32x2(Tag, D, hn::Vec<D>, hn::Vec<D>, typename Tag:
 inline constexpr bool kStreamResultsF32x2 = false;
 #endif
 
-// k into a cache of its own dtype, full half-split rotary of n = kVecs * lanes pairs (head_dim
-// 64/128/256 on AVX-512, 32/64/128 on AVX2): rotate.cc's rows in registers, loaded once for all
-// of the token's heads. Per element the operations of RotateKHead's two-vector body (the same
-// HalfSplitMath, EmitK2's same-dtype stores): the same bits. With stream_cache, a cache row that
+// k into a cache of its own dtype, full rotary of n = kVecs * lanes pairs, half-split or
+// interleaved (AppendKFixed's counts): rotate.cc's rows in registers, loaded once for all of the
+// token's heads. Per element the operations of RotateKHead's two-vector body (the same
+// HalfSplitMath or InterleavedMath, EmitK2's same-dtype stores): the same bits. With stream_cache, a cache row that
 // starts on a vector boundary takes the results straight from the registers with streaming
 // stores (StreamResultsF32x2); other rows are staged (CacheRow). In one process on Zen 5,
 // medians of 21, staged against streamed from the registers: Llama 2 7B prefill f16 6.20 -> 5.02
 // ms, bf16 6.61 -> 6.14, f32 12.56 -> 12.16; Llama 3 8B f16 2.67 -> 2.34.
-template <std::size_t kVecs, class Tag>
+template <bool kInterleaved, std::size_t kVecs, class Tag>
 HWY_NOINLINE void AppendKRowInRegisters(Tag tag, const TokenKv& t) {
   using T = typename Tag::Storage;
   const hn::ScalableTag<float> d;
   constexpr std::size_t kLanes = hn::MaxLanes(d);
   constexpr auto n = static_cast<std::int64_t>(kVecs * kLanes);
+  // Interleaved: the row expanded (rotate-inl.h's InterleavedRowLanes), 2 kVecs vectors of c2 and
+  // of s2, each vector of dims rotated by InterleavedMath as RotateKHead does.
+  constexpr std::size_t kRowVecs = kInterleaved ? 2 * kVecs : kVecs;
   const T* in = static_cast<const T*>(t.k);
   T* back = static_cast<T*>(t.k_back);
   T* out = static_cast<T*>(t.k_cache);
-  hn::Vec<decltype(d)> vc[kVecs], vs[kVecs];
-  for (std::size_t k = 0; k < kVecs; ++k) {
-    vc[k] = hn::LoadU(d, t.c + k * kLanes);
-    vs[k] = hn::LoadU(d, t.s + k * kLanes);
+  hn::Vec<decltype(d)> vc[kRowVecs], vs[kRowVecs];
+  for (std::size_t k = 0; k < kRowVecs; ++k) {
+    if constexpr (kInterleaved) {
+      InterleavedRowLanes(d, t.c, t.s, static_cast<std::int64_t>(k * kLanes), vc[k], vs[k]);
+    } else {
+      vc[k] = hn::LoadU(d, t.c + k * kLanes);
+      vs[k] = hn::LoadU(d, t.s + k * kLanes);
+    }
   }
   // A row of 2n elements starting on a vector boundary keeps every pair of vectors' store on one
-  // (n is a whole number of vectors). Vectors go two at a time; an odd last one (kVecs 1, 3, 5:
-  // head_dim 32, 96, 160 on AVX-512) alone, and such rows are staged rather than streamed.
+  // (n is a whole number of vectors). Vectors go two at a time; an odd last one of a half-split
+  // row (kVecs 1, 3, 5: head_dim 32, 96, 160 on AVX-512) alone, and such rows are staged rather
+  // than streamed.
   constexpr std::size_t kAlign = hn::MaxLanes(hn::ScalableTag<std::uint8_t>());
-  constexpr std::size_t kPaired = kVecs / 2 * 2;
+  constexpr std::size_t kPaired = kRowVecs / 2 * 2;
   // kBack: the rotated k also goes back into k (TokenKv::k_back). A compile-time choice, so that
   // a call without it tests nothing per store.
   auto rotate_head = [&](const T* a, T* ab, T* y, auto stream, auto with_back) {
     constexpr bool kBack = decltype(with_back)::value;
+    if constexpr (kInterleaved) {
 #pragma GCC unroll 8
-    for (std::size_t k = 0; k < kPaired; k += 2) {
-      const std::size_t i = k * kLanes;
-      hn::Vec<decltype(d)> ya0, yb0, ya1, yb1;
-      HalfSplitMath(d, LoadF32(tag, d, a + i), LoadF32(tag, d, a + n + i), vc[k], vs[k], ya0, yb0);
-      HalfSplitMath(d, LoadF32(tag, d, a + i + kLanes), LoadF32(tag, d, a + n + i + kLanes),
-                    vc[k + 1], vs[k + 1], ya1, yb1);
-      if constexpr (decltype(stream)::value) {
-        if constexpr (kBack) {
-          StoreResultsF32x2(tag, d, ya0, ya1, ab + i);
-          StoreResultsF32x2(tag, d, yb0, yb1, ab + n + i);
+      for (std::size_t k = 0; k < kRowVecs; k += 2) {
+        const std::size_t i = k * kLanes;
+        const auto x0 = LoadF32(tag, d, a + i);
+        const auto x1 = LoadF32(tag, d, a + i + kLanes);
+        const auto y0 = InterleavedMath(d, x0, hn::Shuffle2301(x0), vc[k], vs[k]);
+        const auto y1 = InterleavedMath(d, x1, hn::Shuffle2301(x1), vc[k + 1], vs[k + 1]);
+        if constexpr (decltype(stream)::value) {
+          if constexpr (kBack) StoreResultsF32x2(tag, d, y0, y1, ab + i);
+          StreamResultsF32x2(tag, d, y0, y1, y + i);
+        } else {
+          EmitK2(tag, tag, d, y0, y1, kBack ? ab + i : nullptr, y + i, CacheScale{});
         }
-        StreamResultsF32x2(tag, d, ya0, ya1, y + i);
-        StreamResultsF32x2(tag, d, yb0, yb1, y + n + i);
-      } else {
-        EmitK2(tag, tag, d, ya0, ya1, kBack ? ab + i : nullptr, y + i, CacheScale{});
-        EmitK2(tag, tag, d, yb0, yb1, kBack ? ab + n + i : nullptr, y + n + i, CacheScale{});
       }
-    }
-    if constexpr (kPaired < kVecs) {  // an odd last vector: never streamed (see each_head)
-      constexpr std::size_t i = kPaired * kLanes;
-      hn::Vec<decltype(d)> ya, yb;
-      HalfSplitMath(d, LoadF32(tag, d, a + i), LoadF32(tag, d, a + n + i), vc[kPaired], vs[kPaired],
-                    ya, yb);
-      EmitK(tag, tag, d, ya, kBack ? ab + i : nullptr, y + i, CacheScale{});
-      EmitK(tag, tag, d, yb, kBack ? ab + n + i : nullptr, y + n + i, CacheScale{});
+    } else {
+#pragma GCC unroll 8
+      for (std::size_t k = 0; k < kPaired; k += 2) {
+        const std::size_t i = k * kLanes;
+        hn::Vec<decltype(d)> ya0, yb0, ya1, yb1;
+        HalfSplitMath(d, LoadF32(tag, d, a + i), LoadF32(tag, d, a + n + i), vc[k], vs[k], ya0,
+                      yb0);
+        HalfSplitMath(d, LoadF32(tag, d, a + i + kLanes), LoadF32(tag, d, a + n + i + kLanes),
+                      vc[k + 1], vs[k + 1], ya1, yb1);
+        if constexpr (decltype(stream)::value) {
+          if constexpr (kBack) {
+            StoreResultsF32x2(tag, d, ya0, ya1, ab + i);
+            StoreResultsF32x2(tag, d, yb0, yb1, ab + n + i);
+          }
+          StreamResultsF32x2(tag, d, ya0, ya1, y + i);
+          StreamResultsF32x2(tag, d, yb0, yb1, y + n + i);
+        } else {
+          EmitK2(tag, tag, d, ya0, ya1, kBack ? ab + i : nullptr, y + i, CacheScale{});
+          EmitK2(tag, tag, d, yb0, yb1, kBack ? ab + n + i : nullptr, y + n + i, CacheScale{});
+        }
+      }
+      if constexpr (kPaired < kRowVecs) {  // an odd last vector: never streamed (see each_head)
+        constexpr std::size_t i = kPaired * kLanes;
+        hn::Vec<decltype(d)> ya, yb;
+        HalfSplitMath(d, LoadF32(tag, d, a + i), LoadF32(tag, d, a + n + i), vc[kPaired],
+                      vs[kPaired], ya, yb);
+        EmitK(tag, tag, d, ya, kBack ? ab + i : nullptr, y + i, CacheScale{});
+        EmitK(tag, tag, d, yb, kBack ? ab + n + i : nullptr, y + n + i, CacheScale{});
+      }
     }
   };
   // t's fields in registers, as rotate.cc's RotateHeadsInRegisters (the stores may
@@ -458,7 +484,7 @@ HWY_NOINLINE void AppendKRowInRegisters(Tag tag, const TokenKv& t) {
       if (prefetch) prefetch_ahead(a, 2 * n);
       if (!stream_cache) {
         rotate_head(a, ab, cache_row, std::false_type(), with_back);
-      } else if (kStreamResultsF32x2 && kPaired == kVecs &&
+      } else if (kStreamResultsF32x2 && kPaired == kRowVecs &&
                  reinterpret_cast<std::uintptr_t>(cache_row) % kAlign == 0) {
         rotate_head(a, ab, cache_row, std::true_type(), with_back);
       } else {
@@ -475,14 +501,19 @@ HWY_NOINLINE void AppendKRowInRegisters(Tag tag, const TokenKv& t) {
   }
 }
 
-// AppendKRowInRegisters where it applies (the row counts of rotate.cc's RotateRowInRegisters for
-// half-split); false otherwise.
+// AppendKRowInRegisters where it applies (the row counts of rotate.cc's RotateRowInRegisters);
+// false otherwise.
 template <class Tag>
 HWY_INLINE bool AppendKFixed(Tag tag, const TokenKv& t) {
-  if (t.layout != Layout::kHalfSplit || t.offset != 0 || t.head_dim != 2 * t.pairs) return false;
-  auto append = [&](auto vecs) { AppendKRowInRegisters<decltype(vecs)::value>(tag, t); };
-  return HWY_MAX_BYTES >= 64 ? WithRowVecs<1, 2, 3, 4, 5, 6, 8>(t.pairs, append)
-                             : WithRowVecs<1, 2, 3, 4, 8>(t.pairs, append);
+  if (t.offset != 0 || t.head_dim != 2 * t.pairs) return false;
+  constexpr bool kWide = HWY_MAX_BYTES >= 64;
+  if (t.layout == Layout::kHalfSplit) {
+    auto append = [&](auto vecs) { AppendKRowInRegisters<false, decltype(vecs)::value>(tag, t); };
+    return kWide ? WithRowVecs<1, 2, 3, 4, 5, 6, 8>(t.pairs, append)
+                 : WithRowVecs<1, 2, 3, 4, 8>(t.pairs, append);
+  }
+  auto append = [&](auto vecs) { AppendKRowInRegisters<true, decltype(vecs)::value>(tag, t); };
+  return kWide ? WithRowVecs<1, 2, 3, 4>(t.pairs, append) : WithRowVecs<1, 2>(t.pairs, append);
 }
 #endif
 
