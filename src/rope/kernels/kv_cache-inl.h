@@ -405,14 +405,7 @@ HWY_NOINLINE void AppendKRowInRegisters(Tag tag, const TokenKv& t) {
   T* back = static_cast<T*>(t.k_back);
   T* out = static_cast<T*>(t.k_cache);
   hn::Vec<decltype(d)> vc[kRowVecs], vs[kRowVecs];
-  for (std::size_t k = 0; k < kRowVecs; ++k) {
-    if constexpr (kInterleaved) {
-      InterleavedRowLanes(d, t.c, t.s, static_cast<std::int64_t>(k * kLanes), vc[k], vs[k]);
-    } else {
-      vc[k] = hn::LoadU(d, t.c + k * kLanes);
-      vs[k] = hn::LoadU(d, t.s + k * kLanes);
-    }
-  }
+  LoadRowVecs<kInterleaved>(d, t.c, t.s, vc, vs);
   // A row of 2n elements starting on a vector boundary keeps every pair of vectors' store on one
   // (n is a whole number of vectors). Vectors go two at a time; an odd last one of a half-split
   // row (kVecs 1, 3, 5: head_dim 32, 96, 160 on AVX-512) alone, and such rows are staged rather

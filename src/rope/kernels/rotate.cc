@@ -189,17 +189,7 @@ HWY_INLINE void RotateHeadsInRegisters(Tag tag, const TokenHeads& t) {
   // head_dim 32, 96, 160 on AVX-512), with bf16's in natural order (the even / odd form needs two).
   constexpr std::size_t kPaired = kRowVecs / 2 * 2;
   hn::Vec<decltype(d)> vc[kRowVecs], vs[kRowVecs];
-  for (std::size_t k = 0; k < kRowVecs; ++k) {
-    if constexpr (kInterleaved) {
-      // Expanded here, from the table's row itself: expanded into a buffer first, a table row's
-      // misses fell on that copy, and at 4096 tokens it took 14% of the time against the
-      // rotation's 37% (Zen 4, f32, 8 heads of 128).
-      InterleavedRowLanes(d, t.c, t.s, static_cast<std::int64_t>(k * kLanes), vc[k], vs[k]);
-    } else {
-      vc[k] = hn::LoadU(d, t.c + k * kLanes);
-      vs[k] = hn::LoadU(d, t.s + k * kLanes);
-    }
-  }
+  LoadRowVecs<kInterleaved>(d, t.c, t.s, vc, vs);
   if constexpr (kBf16EvenOdd && kPaired > 0) {
     alignas(64) float ce[kPaired * kLanes], se[kPaired * kLanes];
     DeinterleaveRow(d, t.c, kPaired * kLanes, ce);
