@@ -227,54 +227,24 @@ POSENC_AVX512_BF16_ATTR void RotateHeads(const TokenHeads& t) {
   }
 }
 
-// RotateHeads for the pair counts it has: interleaved, 1 to 6 or 8 blocks of 16 pairs (head_dim
-// 32 to 192, 256); half-split, whole blocks of 32 pairs and maybe a half block, 16 to 128 pairs
-// (head_dim 32 to 256: 96, Phi-3's, is a block and a half). False for other counts.
-template <bool kInterleaved>
-POSENC_AVX512_BF16_ATTR bool RotateHeadsOf(const TokenHeads& t) {
+// RotateHeads for the pair counts it has, in units of 16 pairs (k): interleaved, 1 to 6 or 8
+// blocks of 16 pairs (head_dim 32 to 192, 256); half-split, k / 2 blocks of 32 pairs and a half
+// block where k is odd, 16 to 128 pairs (head_dim 32 to 256: 96, Phi-3's, is a block and a
+// half). False for other counts.
+template <bool kInterleaved, int kUnits>
+POSENC_AVX512_BF16_ATTR void RotateHeadsOfUnits(const TokenHeads& t) {
   if constexpr (kInterleaved) {
-    if (t.pairs % 16 != 0) return false;
-    switch (t.pairs / 16) {
-      case 1:
-        return RotateHeads<true, 1>(t), true;
-      case 2:
-        return RotateHeads<true, 2>(t), true;
-      case 3:
-        return RotateHeads<true, 3>(t), true;
-      case 4:
-        return RotateHeads<true, 4>(t), true;
-      case 5:
-        return RotateHeads<true, 5>(t), true;
-      case 6:
-        return RotateHeads<true, 6>(t), true;
-      case 8:
-        return RotateHeads<true, 8>(t), true;
-      default:
-        return false;
-    }
+    RotateHeads<true, kUnits>(t);
   } else {
-    if (t.pairs % 16 != 0) return false;
-    switch (t.pairs / 16) {
-      case 1:
-        return RotateHeads<false, 0, true>(t), true;
-      case 2:
-        return RotateHeads<false, 1>(t), true;
-      case 3:
-        return RotateHeads<false, 1, true>(t), true;
-      case 4:
-        return RotateHeads<false, 2>(t), true;
-      case 5:
-        return RotateHeads<false, 2, true>(t), true;
-      case 6:
-        return RotateHeads<false, 3>(t), true;
-      case 7:
-        return RotateHeads<false, 3, true>(t), true;
-      case 8:
-        return RotateHeads<false, 4>(t), true;
-      default:
-        return false;
-    }
+    RotateHeads<false, kUnits / 2, kUnits % 2 == 1>(t);
   }
+}
+
+template <bool kInterleaved, int... kUnits>
+POSENC_AVX512_BF16_ATTR bool RotateHeadsOf(const TokenHeads& t) {
+  if (t.pairs % 16 != 0) return false;
+  const std::int64_t units = t.pairs / 16;
+  return ((units == kUnits ? (RotateHeadsOfUnits<kInterleaved, kUnits>(t), true) : false) || ...);
 }
 
 POSENC_AVX512_BF16_ATTR void Scale(std::uint16_t* x, std::int64_t count, float scale) {
@@ -314,7 +284,8 @@ void set_avx512_bf16_enabled(bool on) {
 bool rotate_bf16_heads_avx512_bf16([[maybe_unused]] const TokenHeads& t) {
 #if POSENC_AVX512_BF16_BUILT
   if (!avx512_bf16_enabled() || t.dtype != DType::kBF16) return false;
-  return t.layout == Layout::kInterleaved ? RotateHeadsOf<true>(t) : RotateHeadsOf<false>(t);
+  return t.layout == Layout::kInterleaved ? RotateHeadsOf<true, 1, 2, 3, 4, 5, 6, 8>(t)
+                                          : RotateHeadsOf<false, 1, 2, 3, 4, 5, 6, 7, 8>(t);
 #else
   return false;
 #endif

@@ -16,7 +16,9 @@
 
 #include <bit>
 #include <cstdint>
+#include <type_traits>
 
+#include "rope/kernels/half.h"
 #include "rope/kernels/kv_cache_kernel.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -282,6 +284,25 @@ HWY_INLINE void StoreBf16AsFp8(hn::Vec<hn::ScalableTag<std::uint16_t>> x, const 
     StoreBf16AsFp8ByTable<kStream>(x, tab, p);
   }
 }
+#endif
+
+// Whether values of KTag go into a cache of CTag through StoreBf16AsFp8: bf16 into fp8 on
+// AVX-512, for a power-of-two scale or one the call has a table of (TokenKv::k_fp8_map, v_fp8_map).
+template <class KTag, class CTag>
+HWY_INLINE bool StoresBf16AsFp8([[maybe_unused]] const CacheScale& scale) {
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
+  if constexpr (std::is_same_v<KTag, BF16Tag> && std::is_same_v<CTag, Fp8Tag>) {
+    return Bf16Fp8In16Bits(scale);
+  }
+#endif
+  return false;
+}
+
+#if !(HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3)
+// fp8-inl.h's, on AVX-512 only; here never made (StoresBf16AsFp8 is false).
+struct Bf16Fp8Tables {
+  explicit Bf16Fp8Tables(const CacheScale&) {}
+};
 #endif
 
 }  // namespace HWY_NAMESPACE
