@@ -140,88 +140,105 @@ POSENC_AVX512_BF16_ATTR inline __m512 Deinterleave(const float* p, int parity) {
 //    0.41-0.45 of the in-place stream (Zen 4).
 // So the same bits as rotate.cc in both layouts.
 // kHalf (half-split only): 16 more pairs after the blocks, in 256-bit vectors (Load16EvenOdd).
+//
+// A run of tokens (rotate.h's TokenBlock: token k's heads at t.in + k in_stride and t.out + k
+// out_stride, its row c[k], s[k]; one token: rotate_bf16_heads_avx512_bf16) in one call, the
+// head loop's fields in registers. One call per token (its checks, the pair-count dispatch, this
+// function's prologue, the fields reloaded after every store) cost 15-25% of the time at 8 or 16
+// heads a token: `posenc bench`, 8 MiB tensors with a table, the two binaries in turn, three
+// rounds (Zen 4): 8 heads of 128 381-393 -> 300-304 us (0.46-0.49 -> 0.61-0.63 of the in-place
+// stream), interleaved 330-332 -> 282-290 us, 16 heads of 64 332-341 -> 284-286 us, 8 heads of
+// 256 300-301 -> 277-285 us.
 template <bool kInterleaved, int kBlocks, bool kHalf = false>
-POSENC_AVX512_BF16_ATTR void RotateHeads(const TokenHeads& t) {
+POSENC_AVX512_BF16_ATTR void RotateHeads(const TokenHeads& t, std::int64_t tokens,
+                                         std::int64_t in_stride, std::int64_t out_stride,
+                                         const float* const* cs, const float* const* ss) {
   static_assert(!(kInterleaved && kHalf), "interleaved rows are whole blocks");
   constexpr std::int64_t kDims =
       kInterleaved ? 32 * kBlocks : 64 * kBlocks + (kHalf ? 32 : 0);  // rotated dims
   constexpr std::int64_t n = kDims / 2;
-  const auto* in = static_cast<const std::uint16_t*>(t.in);
-  auto* out = static_cast<std::uint16_t*>(t.out);
-  // Half-split: ce, co, se, so (c and s, even and odd pairs); interleaved: ce, so (c_i, s_i).
-  // The arrays have one more entry than used when kBlocks is 0 (a zero-length array is not C++).
-  __m512 ce[kBlocks + 1], co[kBlocks + 1], se[kBlocks + 1], so[kBlocks + 1];
-  __m256 hce, hco, hse, hso;  // the half block's, kHalf only
-  if constexpr (kHalf) {
-    hce = Deinterleave8(t.c + 32 * kBlocks, 0);
-    hco = Deinterleave8(t.c + 32 * kBlocks, 1);
-    hse = Deinterleave8(t.s + 32 * kBlocks, 0);
-    hso = Deinterleave8(t.s + 32 * kBlocks, 1);
-  }
-  for (int k = 0; k < kBlocks; ++k) {
-    if constexpr (kInterleaved) {
-      ce[k] = _mm512_loadu_ps(t.c + 16 * k);
-      so[k] = _mm512_loadu_ps(t.s + 16 * k);
-    } else {
-      ce[k] = Deinterleave(t.c + 32 * k, 0);
-      co[k] = Deinterleave(t.c + 32 * k, 1);
-      se[k] = Deinterleave(t.s + 32 * k, 0);
-      so[k] = Deinterleave(t.s + 32 * k, 1);
+  const auto* const in0 = static_cast<const std::uint16_t*>(t.in);
+  auto* const out0 = static_cast<std::uint16_t*>(t.out);
+  const std::int64_t heads = t.heads, head_stride = t.head_stride, head_dim = t.head_dim;
+  const std::int64_t offset = t.offset, end = offset + kDims;
+  const bool copy_rest = t.copy_rest, prefetch = t.prefetch;
+  for (std::int64_t token = 0; token < tokens; ++token) {
+    const std::uint16_t* const in = in0 + token * in_stride;
+    std::uint16_t* const out = out0 + token * out_stride;
+    const float* const c = cs[token];
+    const float* const s = ss[token];
+    // Half-split: ce, co, se, so (c and s, even and odd pairs); interleaved: ce, so (c_i, s_i).
+    // The arrays have one more entry than used when kBlocks is 0 (a zero-length array is not
+    // C++).
+    __m512 ce[kBlocks + 1], co[kBlocks + 1], se[kBlocks + 1], so[kBlocks + 1];
+    __m256 hce, hco, hse, hso;  // the half block's, kHalf only
+    if constexpr (kHalf) {
+      hce = Deinterleave8(c + 32 * kBlocks, 0);
+      hco = Deinterleave8(c + 32 * kBlocks, 1);
+      hse = Deinterleave8(s + 32 * kBlocks, 0);
+      hso = Deinterleave8(s + 32 * kBlocks, 1);
     }
-  }
-  // t's fields are read through the reference (the stores may alias them, so each head reloads
-  // them): copied into locals, as rotate.cc does, they took more registers than this loop has
-  // and GCC spilled some to the stack; the 8 MiB bf16 case took 8-10% longer (Zen 4, in turn).
-  // Out of place, the dims outside the rotated range as they are, every head's before the
-  // rotation: a memcpy call inside the loop below made GCC keep the row in stack slots across it
-  // and reload it for every multiply (interleaved 64-token decode, 8 kv heads: 42-54 us against
-  // 34-46).
-  const std::int64_t end = t.offset + kDims;
-  if (t.copy_rest) {
-    for (std::int64_t h = 0; h < t.heads; ++h) {
-      const std::uint16_t* hin = in + h * t.head_stride;
-      std::uint16_t* hout = out + h * t.head_stride;
-      std::memcpy(hout, hin, static_cast<std::size_t>(t.offset) * sizeof(*hin));
-      std::memcpy(hout + end, hin + end, static_cast<std::size_t>(t.head_dim - end) * sizeof(*hin));
+    for (int k = 0; k < kBlocks; ++k) {
+      if constexpr (kInterleaved) {
+        ce[k] = _mm512_loadu_ps(c + 16 * k);
+        so[k] = _mm512_loadu_ps(s + 16 * k);
+      } else {
+        ce[k] = Deinterleave(c + 32 * k, 0);
+        co[k] = Deinterleave(c + 32 * k, 1);
+        se[k] = Deinterleave(s + 32 * k, 0);
+        so[k] = Deinterleave(s + 32 * k, 1);
+      }
     }
-  }
-  for (std::int64_t h = 0; h < t.heads; ++h) {
-    const std::uint16_t* hin = in + h * t.head_stride;
-    std::uint16_t* hout = out + h * t.head_stride;
-    if (t.prefetch) prefetch_ahead(hin, t.head_dim);
-    const std::uint16_t* a = hin + t.offset;
-    std::uint16_t* y = hout + t.offset;
-    if constexpr (kInterleaved) {
+    // Out of place, the dims outside the rotated range as they are, every head's before the
+    // rotation: a memcpy call inside the loop below made GCC keep the row in stack slots across
+    // it and reload it for every multiply (interleaved 64-token decode, 8 kv heads: 42-54 us
+    // against 34-46).
+    if (copy_rest) {
+      for (std::int64_t h = 0; h < heads; ++h) {
+        const std::uint16_t* hin = in + h * head_stride;
+        std::uint16_t* hout = out + h * head_stride;
+        std::memcpy(hout, hin, static_cast<std::size_t>(offset) * sizeof(*hin));
+        std::memcpy(hout + end, hin + end, static_cast<std::size_t>(head_dim - end) * sizeof(*hin));
+      }
+    }
+    for (std::int64_t h = 0; h < heads; ++h) {
+      const std::uint16_t* hin = in + h * head_stride;
+      std::uint16_t* hout = out + h * head_stride;
+      if (prefetch) prefetch_ahead(hin, head_dim);
+      const std::uint16_t* a = hin + offset;
+      std::uint16_t* y = hout + offset;
+      if constexpr (kInterleaved) {
 #pragma GCC unroll 8
-      for (int k = 0; k < kBlocks; ++k) {
-        __m512 xa, xb;
-        Load32EvenOdd(a + 32 * k, xa, xb);
-        const __m512 ya = _mm512_fmsub_ps(xa, ce[k], _mm512_mul_ps(xb, so[k]));
-        const __m512 yb = _mm512_fmadd_ps(xb, ce[k], _mm512_mul_ps(xa, so[k]));
-        Store32EvenOdd(ya, yb, y + 32 * k);
-      }
-    } else {
+        for (int k = 0; k < kBlocks; ++k) {
+          __m512 xa, xb;
+          Load32EvenOdd(a + 32 * k, xa, xb);
+          const __m512 ya = _mm512_fmsub_ps(xa, ce[k], _mm512_mul_ps(xb, so[k]));
+          const __m512 yb = _mm512_fmadd_ps(xb, ce[k], _mm512_mul_ps(xa, so[k]));
+          Store32EvenOdd(ya, yb, y + 32 * k);
+        }
+      } else {
 #pragma GCC unroll 4
-      for (int k = 0; k < kBlocks; ++k) {
-        __m512 ae, ao, be, bo;
-        Load32EvenOdd(a + 32 * k, ae, ao);
-        Load32EvenOdd(a + n + 32 * k, be, bo);
-        const __m512 yae = _mm512_fmsub_ps(ae, ce[k], _mm512_mul_ps(be, se[k]));
-        const __m512 yao = _mm512_fmsub_ps(ao, co[k], _mm512_mul_ps(bo, so[k]));
-        const __m512 ybe = _mm512_fmadd_ps(be, ce[k], _mm512_mul_ps(ae, se[k]));
-        const __m512 ybo = _mm512_fmadd_ps(bo, co[k], _mm512_mul_ps(ao, so[k]));
-        Store32EvenOdd(yae, yao, y + 32 * k);
-        Store32EvenOdd(ybe, ybo, y + n + 32 * k);
-      }
-      if constexpr (kHalf) {
-        constexpr std::int64_t h0 = 32 * kBlocks;
-        __m256 ae, ao, be, bo;
-        Load16EvenOdd(a + h0, ae, ao);
-        Load16EvenOdd(a + n + h0, be, bo);
-        Store16EvenOdd(_mm256_fmsub_ps(ae, hce, _mm256_mul_ps(be, hse)),
-                       _mm256_fmsub_ps(ao, hco, _mm256_mul_ps(bo, hso)), y + h0);
-        Store16EvenOdd(_mm256_fmadd_ps(be, hce, _mm256_mul_ps(ae, hse)),
-                       _mm256_fmadd_ps(bo, hco, _mm256_mul_ps(ao, hso)), y + n + h0);
+        for (int k = 0; k < kBlocks; ++k) {
+          __m512 ae, ao, be, bo;
+          Load32EvenOdd(a + 32 * k, ae, ao);
+          Load32EvenOdd(a + n + 32 * k, be, bo);
+          const __m512 yae = _mm512_fmsub_ps(ae, ce[k], _mm512_mul_ps(be, se[k]));
+          const __m512 yao = _mm512_fmsub_ps(ao, co[k], _mm512_mul_ps(bo, so[k]));
+          const __m512 ybe = _mm512_fmadd_ps(be, ce[k], _mm512_mul_ps(ae, se[k]));
+          const __m512 ybo = _mm512_fmadd_ps(bo, co[k], _mm512_mul_ps(ao, so[k]));
+          Store32EvenOdd(yae, yao, y + 32 * k);
+          Store32EvenOdd(ybe, ybo, y + n + 32 * k);
+        }
+        if constexpr (kHalf) {
+          constexpr std::int64_t h0 = 32 * kBlocks;
+          __m256 ae, ao, be, bo;
+          Load16EvenOdd(a + h0, ae, ao);
+          Load16EvenOdd(a + n + h0, be, bo);
+          Store16EvenOdd(_mm256_fmsub_ps(ae, hce, _mm256_mul_ps(be, hse)),
+                         _mm256_fmsub_ps(ao, hco, _mm256_mul_ps(bo, hso)), y + h0);
+          Store16EvenOdd(_mm256_fmadd_ps(be, hce, _mm256_mul_ps(ae, hse)),
+                         _mm256_fmadd_ps(bo, hco, _mm256_mul_ps(ao, hso)), y + n + h0);
+        }
       }
     }
   }
@@ -231,20 +248,31 @@ POSENC_AVX512_BF16_ATTR void RotateHeads(const TokenHeads& t) {
 // blocks of 16 pairs (head_dim 32 to 192, 256); half-split, k / 2 blocks of 32 pairs and a half
 // block where k is odd, 16 to 128 pairs (head_dim 32 to 256: 96, Phi-3's, is a block and a
 // half). False for other counts.
-template <bool kInterleaved, int kUnits>
-POSENC_AVX512_BF16_ATTR void RotateHeadsOfUnits(const TokenHeads& t) {
+template <bool kInterleaved, int kUnits, class... Run>
+POSENC_AVX512_BF16_ATTR void RotateHeadsOfUnits(const TokenHeads& t, const Run&... run) {
   if constexpr (kInterleaved) {
-    RotateHeads<true, kUnits>(t);
+    RotateHeads<true, kUnits>(t, run...);
   } else {
-    RotateHeads<false, kUnits / 2, kUnits % 2 == 1>(t);
+    RotateHeads<false, kUnits / 2, kUnits % 2 == 1>(t, run...);
   }
 }
 
-template <bool kInterleaved, int... kUnits>
-POSENC_AVX512_BF16_ATTR bool RotateHeadsOf(const TokenHeads& t) {
+template <bool kInterleaved, int... kUnits, class... Run>
+POSENC_AVX512_BF16_ATTR bool RotateHeadsOf(const TokenHeads& t, const Run&... run) {
   if (t.pairs % 16 != 0) return false;
   const std::int64_t units = t.pairs / 16;
-  return ((units == kUnits ? (RotateHeadsOfUnits<kInterleaved, kUnits>(t), true) : false) || ...);
+  return ((units == kUnits ? (RotateHeadsOfUnits<kInterleaved, kUnits>(t, run...), true) : false) ||
+          ...);
+}
+
+// RotateHeadsOf for the layout's counts (rotate_bf16_heads_avx512_bf16 says which).
+POSENC_AVX512_BF16_ATTR bool RotateTokens(const TokenHeads& t, std::int64_t tokens,
+                                          std::int64_t in_stride, std::int64_t out_stride,
+                                          const float* const* cs, const float* const* ss) {
+  return t.layout == Layout::kInterleaved
+             ? RotateHeadsOf<true, 1, 2, 3, 4, 5, 6, 8>(t, tokens, in_stride, out_stride, cs, ss)
+             : RotateHeadsOf<false, 1, 2, 3, 4, 5, 6, 7, 8>(t, tokens, in_stride, out_stride, cs,
+                                                            ss);
 }
 
 POSENC_AVX512_BF16_ATTR void Scale(std::uint16_t* x, std::int64_t count, float scale) {
@@ -284,8 +312,16 @@ void set_avx512_bf16_enabled(bool on) {
 bool rotate_bf16_heads_avx512_bf16([[maybe_unused]] const TokenHeads& t) {
 #if POSENC_AVX512_BF16_BUILT
   if (!avx512_bf16_enabled() || t.dtype != DType::kBF16) return false;
-  return t.layout == Layout::kInterleaved ? RotateHeadsOf<true, 1, 2, 3, 4, 5, 6, 8>(t)
-                                          : RotateHeadsOf<false, 1, 2, 3, 4, 5, 6, 7, 8>(t);
+  return RotateTokens(t, 1, 0, 0, &t.c, &t.s);
+#else
+  return false;
+#endif
+}
+
+bool rotate_bf16_block_avx512_bf16([[maybe_unused]] const TokenBlock& b) {
+#if POSENC_AVX512_BF16_BUILT
+  if (!avx512_bf16_enabled() || b.heads.dtype != DType::kBF16) return false;
+  return RotateTokens(b.heads, b.tokens, b.in_token_stride, b.out_token_stride, b.c, b.s);
 #else
   return false;
 #endif

@@ -3,8 +3,8 @@
 // Highway 1.0.3 (Debian 12) has no target or op for AVX-512 BF16, whose VCVTNE2PS2BF16 rounds
 // 32 floats to bf16 in one instruction; rounding in integer lanes (half-inl.h) costs about 6 ops
 // per 16 lanes. This file adds that instruction where it is the rotation's bottleneck: bf16
-// half-split rows of 2, 4 or 8 vectors of 16 pairs (head_dim 64, 128, 256), the case
-// rotate.cc keeps in registers, and the benchmarks' in-place stream in bf16 (its roofline).
+// rows that stay in registers (the pair counts below), and the benchmarks' in-place stream in
+// bf16 (its roofline).
 //
 // Bits: VCVTNE2PS2BF16 rounds to nearest even and quiets NaNs exactly as half.h's
 // bf16_from_f32 does, for every float32 input except subnormals, which it flushes to zero
@@ -37,10 +37,14 @@ bool avx512_bf16_supported();
 bool avx512_bf16_enabled();
 void set_avx512_bf16_enabled(bool on);  // targets.cc; on only where supported
 
-// rotate_token_heads for a bf16 t, half-split with 32, 64 or 128 pairs or interleaved with 16, 32,
-// 64 or 128, when avx512_bf16_enabled(); returns false (nothing done) for anything else. Call it
-// from the AVX3 target's code only.
+// rotate_token_heads for a bf16 t, half-split with any multiple of 16 pairs up to 128 or
+// interleaved with 16 to 96 or 128 pairs, when avx512_bf16_enabled(); returns false (nothing
+// done) for anything else. Call it from the AVX3 target's code only.
 bool rotate_bf16_heads_avx512_bf16(const TokenHeads& t);
+
+// rotate_token_block for the same rows: the run of tokens in one call, not one per token (the
+// per-token call cost as much as 20% of the rotation at 8 or 16 heads a token, avx512_bf16.cc).
+bool rotate_bf16_block_avx512_bf16(const TokenBlock& b);
 
 // x[i] <- bf16(x[i] * scale) in place for i in [0, count) (the bf16 pass of the benchmarks'
 // stream roofline, bench/stream.cc), when avx512_bf16_enabled(); false (nothing done) otherwise.

@@ -365,6 +365,12 @@ void RotateTokenHeads(const TokenHeads& t) {
 template <class Tag>
 HWY_NOINLINE void RotateBlockTyped(Tag tag, const TokenBlock& b) {
   using T = typename Tag::Storage;
+#if HWY_TARGET == HWY_AVX3
+  // bf16 with AVX-512 BF16: the whole run in one call (avx512_bf16.h).
+  if constexpr (std::is_same_v<Tag, BF16Tag>) {
+    if (rotate_bf16_block_avx512_bf16(b)) return;
+  }
+#endif
   TokenHeads t = b.heads;
   const T* in = static_cast<const T*>(b.heads.in);
   T* out = static_cast<T*>(b.heads.out);
