@@ -182,6 +182,18 @@ TEST(KvCache, EveryBf16ToFp8MatchesReference) {
   std::vector<std::uint16_t> bits(65536);
   std::iota(bits.begin(), bits.end(), 0);
   while (static_cast<std::int64_t>(bits.size()) % d) bits.push_back(0x3F80);
+  // Then rows of normal values (1 to about 2.5, either sign) with one special value at each lane in
+  // turn: the 32-lane paths send a vector with an infinity, a NaN, a zero or a subnormal elsewhere
+  // than its all-normal fast path takes it (an infinity saturates there), and consecutive patterns
+  // never put an infinity among normal lanes.
+  for (std::uint16_t special : {0x7F80, 0xFF80, 0x7FC0, 0xFF81, 0x0000, 0x8000, 0x0001, 0x807F}) {
+    for (std::int64_t lane = 0; lane < d; ++lane) {
+      for (std::int64_t i = 0; i < d; ++i) {
+        bits.push_back(i == lane ? special
+                                 : static_cast<std::uint16_t>((i % 2 ? 0xBF80 : 0x3F80) + 3 * i));
+      }
+    }
+  }
   const auto tokens = static_cast<std::int64_t>(bits.size()) / d;
   const float below_2_127 = std::nextafter(std::ldexp(1.0f, 127), 0.0f);
   for (float scale : {1.0f,
