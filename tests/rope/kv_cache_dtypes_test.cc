@@ -194,7 +194,6 @@ TEST(KvCache, EveryBf16ToFp8MatchesReference) {
       }
     }
   }
-  const auto tokens = static_cast<std::int64_t>(bits.size()) / d;
   const float below_2_127 = std::nextafter(std::ldexp(1.0f, 127), 0.0f);
   for (float scale : {1.0f,
                       0.25f,
@@ -216,30 +215,47 @@ TEST(KvCache, EveryBf16ToFp8MatchesReference) {
                       std::ldexp(1.0f, 127),
                       std::ldexp(1.0f, 100),
                       7.0e37f}) {
-    std::vector<std::uint8_t> expect(bits.size());
-    for (std::size_t i = 0; i < bits.size(); ++i)
-      expect[i] = posenc_ref::ToFp8E4M3(posenc_ref::FromBf16(bits[i]) / scale);
+    // And this scale's saturation edge among normal lanes: the bf16 values on either side of the
+    // first one at or above 464 scale (E4M3's midpoint between 448 and the 480 it lacks, where
+    // rounding starts to saturate), each alone in a row at a few lanes.
+    std::vector<std::uint16_t> all = bits;
+    std::uint16_t edge = 0;
+    while (edge < 0x7F80 && posenc_ref::FromBf16(edge) / scale < 464.0f) ++edge;
+    for (int off = -3; off <= 3; ++off) {
+      for (std::int64_t lane : {0, 17, 31, 40}) {
+        const auto at = static_cast<std::uint16_t>(std::clamp(edge + off, 0, 0x7F7F));
+        for (std::int64_t i = 0; i < d; ++i) {
+          const auto normal = static_cast<std::uint16_t>((i % 2 ? 0xBF80 : 0x3F80) + 3 * i);
+          all.push_back(i == lane ? static_cast<std::uint16_t>(at | (off % 2 ? 0x8000 : 0))
+                                  : normal);
+        }
+      }
+    }
+    const auto tokens = static_cast<std::int64_t>(all.size()) / d;
+    std::vector<std::uint8_t> expect(all.size());
+    for (std::size_t i = 0; i < all.size(); ++i)
+      expect[i] = posenc_ref::ToFp8E4M3(posenc_ref::FromBf16(all[i]) / scale);
     posenc_test::ForEachTarget([&](const std::string& target) {
       const posenc::Frequencies f =
           posenc::compute_frequencies(posenc::testing::Spec(d, d, 0, Layout::kHalfSplit));
-      std::vector<std::uint8_t> kc(bits.size()), vc(bits.size());
+      std::vector<std::uint8_t> kc(all.size()), vc(all.size());
       posenc::KvCache cache = posenc::KvCache::contiguous(
           kc.data(), vc.data(), CacheDType::kFp8E4M3, KvCacheLayout::kVllm, tokens, 1, 1, d);
       cache.k_scale = cache.v_scale = scale;
       std::vector<std::int64_t> pos(static_cast<std::size_t>(tokens), 0), slots(pos.size());
       std::iota(slots.begin(), slots.end(), 0);
       posenc::KvAppendArgs a;
-      a.k = posenc::TensorView::contiguous(bits.data(), DType::kBF16, tokens, 1, d);
+      a.k = posenc::TensorView::contiguous(all.data(), DType::kBF16, tokens, 1, d);
       a.v = a.k;
       a.rotate = false;
       a.positions = std::span<const std::int64_t>(pos);
       a.slot_mapping = slots;
       posenc::rope_append_kv_cache(f, cache, a);
-      for (std::size_t i = 0; i < bits.size(); ++i) {
+      for (std::size_t i = 0; i < all.size(); ++i) {
         ASSERT_EQ(static_cast<int>(vc[i]), static_cast<int>(expect[i]))
-            << target << ": v bf16 0x" << std::hex << bits[i] << " / scale " << scale;
+            << target << ": v bf16 0x" << std::hex << all[i] << " / scale " << scale;
         ASSERT_EQ(static_cast<int>(kc[i]), static_cast<int>(expect[i]))
-            << target << ": k bf16 0x" << std::hex << bits[i] << " / scale " << scale;
+            << target << ": k bf16 0x" << std::hex << all[i] << " / scale " << scale;
       }
     });
   }

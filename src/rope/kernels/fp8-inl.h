@@ -215,7 +215,6 @@ HWY_INLINE void StoreBf16AsFp8Shifted(hn::Vec<hn::ScalableTag<std::uint16_t>> x,
   // are safe; |s| <= 100 keeps every constant in int16).
   const auto is_normal =
       hn::Gt(hn::BitCast(di, a), hn::Set(di, static_cast<std::int16_t>((121 - s) * 128 - 1)));
-  const auto nan = hn::Gt(hn::BitCast(di, a), hn::Set(di, 0x7F80));
   // Rounded to 3 mantissa bits and re-biased in one sum: (a + 7 + lsb - ((120 - s) << 7)) >> 4
   // is ((a + 7 + lsb) >> 4) - (120 - s) * 8, the subtrahend a multiple of 16. Where the lane is
   // normal the sum is in [128, 2^15 + 8), so the 16-bit wrap-around of the constant cancels;
@@ -225,21 +224,25 @@ HWY_INLINE void StoreBf16AsFp8Shifted(hn::Vec<hn::ScalableTag<std::uint16_t>> x,
   // is at most 0x7F.
   const auto sign_mask = hn::Set(du, 0x80);
   const auto x_high = hn::ShiftRight<8>(x);
-  if (hn::AllTrue(di, hn::AndNot(nan, is_normal))) {
-    // Every lane normal in E4M3 or an infinity (a NaN is above both): the subnormal rounding below,
-    // most of the operations, is skipped; the bits are the same either way. Values a cache holds
-    // are seldom that small (below 2^-6 times the scale: for uniform values in [-1, 1) at scale
-    // 1/64, one vector of 32 in about 130; zeros take the long way). In one process on Zen 5,
-    // medians of 21, this path on and off: Llama 2 7B prefill into fp8 7.72 -> 7.04 ms, Llama 3
-    // 8B 2.63 -> 2.46 ms, the 64-token decodes about 10% faster. The lsb is added by a masked add
-    // on a test of bit 4 (two operations, not three), and NaN lanes take the long way rather than
-    // a blend here: 8.4 -> 7.0 cycles per 32 values in a standalone loop (Zen 4; on AVX-512 a
+  // Below E4M3's saturation: a < 16 (0x7E + (120 - s) 8) + 8 gives (a + 7 + lsb) >> 4 at most
+  // 0x7E + (120 - s) 8, so no min is needed (at most 16 * 1886 + 8, in int16 for |s| <= 100).
+  const auto unsaturated = hn::Lt(
+      hn::BitCast(di, a), hn::Set(di, static_cast<std::int16_t>(16 * (0x7E + (120 - s) * 8) + 8)));
+  if (hn::AllTrue(di, hn::And(is_normal, unsaturated))) {
+    // Every lane normal in E4M3 and below its saturation: the subnormal rounding below, most of the
+    // operations, is skipped; the bits are the same either way. Values a cache holds are seldom
+    // that small (below 2^-6 times the scale: for uniform values in [-1, 1) at scale 1/64, one
+    // vector of 32 in about 130; zeros take the long way) or large (448 times the scale; the
+    // scale is chosen so). In one process on Zen 5, medians of 21, this path on and off: Llama 2
+    // 7B prefill into fp8 7.72 -> 7.04 ms, Llama 3 8B 2.63 -> 2.46 ms, the 64-token decodes about
+    // 10% faster. The lsb is added by a masked add on a test of bit 4 (two operations, not three),
+    // and saturated, infinite and NaN lanes take the long way rather than a min and a blend here:
+    // 8.4 -> 7.0 cycles per 32 values in a standalone loop without the blend (Zen 4; on AVX-512 a
     // 16-bit operation on a 512-bit vector takes two of its four vector pipes' slots).
     const __m512i sum = _mm512_add_epi16(a.raw, bias.raw);
     const hn::Vec<decltype(du)> rounded{
         _mm512_mask_add_epi16(sum, _mm512_test_epi16_mask(a.raw, tab.bit4), sum, tab.one)};
-    const auto fast = hn::Min(hn::BitCast(di, hn::ShiftRight<4>(rounded)), hn::Set(di, 0x7E));
-    const auto bytes = LowBytes(hn::IfVecThenElse(sign_mask, x_high, hn::BitCast(du, fast)));
+    const auto bytes = LowBytes(hn::IfVecThenElse(sign_mask, x_high, hn::ShiftRight<4>(rounded)));
     if constexpr (kStream) {
       hn::Stream(bytes, d8, p);
     } else {
@@ -247,6 +250,7 @@ HWY_INLINE void StoreBf16AsFp8Shifted(hn::Vec<hn::ScalableTag<std::uint16_t>> x,
     }
     return;
   }
+  const auto nan = hn::Gt(hn::BitCast(di, a), hn::Set(di, 0x7F80));
   const auto lsb = hn::And(hn::ShiftRight<4>(a), hn::Set(du, 1));
   const auto normal = hn::Min(hn::BitCast(di, hn::ShiftRight<4>(hn::Add(hn::Add(a, bias), lsb))),
                               hn::Set(di, 0x7E));
