@@ -541,13 +541,13 @@ HWY_INLINE void AppendV(VTag vtag, CTag ctag, const TokenKv& t) {
     // stream_cache, the fp8 store's set-up per head of 128 took a quarter of the time of bf16
     // into fp8).
     const std::int64_t count = t.heads * t.head_dim;
-    if (t.prefetch) prefetch_ahead(in, count);
     if (!t.stream_cache) {
+      if (t.prefetch) prefetch_ahead(in, count);
       ConvertCopy(vtag, ctag, in, out, count, vs);
       return;
     }
-    if (StreamAsIs<VTag, CTag>(t, in, out, count)) return;
-    if (StreamBf16AsFp8Row<VTag, CTag>(t, in, out, count, vs)) return;
+    if (StreamAsIs<VTag, CTag>(t, in, out, count, t.prefetch)) return;
+    if (StreamBf16AsFp8Row<VTag, CTag>(t, in, out, count, vs, t.prefetch)) return;
   }
   for (std::int64_t h = 0; h < t.heads; ++h) {
     const auto* hin = in + h * t.v_head_stride;
