@@ -128,9 +128,12 @@ inline bool Bf16Fp8In16Bits(const CacheScale& cs) {
 // on every one (three of the table path's; the shifted path's two, from general registers).
 struct Bf16Fp8Tables {
   explicit Bf16Fp8Tables(const CacheScale& cs) : scale(cs.scale), inv(cs.inv) {
-    // Opaque to the optimiser: seeing constants, GCC 12 re-made these two inside the loops from
-    // general registers (a MOV and a VPBROADCASTW each, every 32 values) rather than keep them.
-    asm("" : "+v"(bit4), "+v"(one));
+    // Opaque to the optimiser: seeing constants, GCC 12 re-made some of them inside the loops
+    // from general registers (a MOV and a VPBROADCASTW or VPBROADCASTQ each, every 32 values:
+    // the shifted path's two, the table path's max_code and sign_byte) rather than keep them.
+    asm(""
+        : "+v"(bit6), "+v"(exponent8), "+v"(seven), "+v"(max_code), "+v"(sign_byte), "+v"(bit4),
+          "+v"(one));
     if (Bf16Fp8Shift(cs.inv, shift)) return;
     shift = kNoBf16Fp8Shift;
     w0 = _mm512_load_si512(cs.bf16->words);
