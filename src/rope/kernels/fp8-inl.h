@@ -77,8 +77,8 @@ inline HWY_NOINLINE void Bf16ToFp8ByFloat(const std::uint16_t* words, float scal
 // bf16 into an fp8 cache whose scale is a power of two, 2^-s with |s| <= kMaxBf16Fp8Shift, on
 // AVX-512 (variable 16-bit shifts): the value v * 2^s of each bf16 rounded to E4M3 in 16-bit
 // lanes, 32 at a time, without widening to float32 (StoreFp8 takes about 15 operations per 16
-// lanes; this about 12 per 32 where every lane is normal in E4M3 or infinite, about 30 where one
-// is not).
+// lanes; this about 10 per 32 where every lane is normal in E4M3 and below its saturation, about
+// 30 where one is not).
 // The same bits as StoreFp8 of the float32 product v * 2^s: where that product is inexact it
 // under- or overflows float32, and both then round to 0 or saturate to 448; elsewhere both
 // round the same real number to nearest even:
