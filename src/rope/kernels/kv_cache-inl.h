@@ -428,20 +428,13 @@ HWY_INLINE bool AppendBf16KAsFp8ByToken(const TokenKv& t) {
   RotatePackedBf16Keys(t, rotated_to);
   const auto* rotated = static_cast<const std::uint16_t*>(rotated_to);
   auto* out = static_cast<std::uint8_t*>(t.k_cache);
-  if (t.cache_head_stride == t.head_dim) {  // one cell of packed heads: all of them at once
-    const std::int64_t count = t.heads * t.head_dim;
-    if (!t.stream_cache) {
-      ConvertCopy(BF16Tag(), Fp8Tag(), rotated, out, count, ks);
-      return true;
-    }
-    if (StreamBf16AsFp8Row<BF16Tag, Fp8Tag>(t, rotated, out, count, ks)) return true;
+  if (!t.stream_cache && t.cache_head_stride == t.head_dim) {  // one cell of packed heads
+    ConvertCopy(BF16Tag(), Fp8Tag(), rotated, out, t.heads * t.head_dim, ks);
+    return true;
   }
   for (std::int64_t h = 0; h < t.heads; ++h) {
     std::uint8_t* cache_row = out + h * t.cache_head_stride;
-    if (StreamBf16AsFp8Row<BF16Tag, Fp8Tag>(t, rotated + h * t.head_dim, cache_row, t.head_dim,
-                                            ks)) {
-      continue;
-    }
+    if (StreamBf16AsFp8Row<BF16Tag, Fp8Tag>(t, rotated + h * t.head_dim, cache_row, ks)) continue;
     CacheRow<std::uint8_t> row(t, cache_row);
     ConvertCopy(BF16Tag(), Fp8Tag(), rotated + h * t.head_dim, row.target(), t.head_dim, ks);
     row.Flush(t.head_dim);
@@ -512,8 +505,7 @@ HWY_INLINE void AppendK(KTag ktag, CTag ctag, const TokenKv& t) {
   for (std::int64_t h = 0; h < t.heads; ++h) {
     const K* hin = in + h * t.k_head_stride;
     if (t.prefetch) prefetch_ahead(hin, t.head_dim);
-    if (rotated == 0 && StreamAsIs<KTag, CTag>(t, hin, out + h * t.cache_head_stride, t.head_dim))
-      continue;
+    if (rotated == 0 && StreamAsIs<KTag, CTag>(t, hin, out + h * t.cache_head_stride)) continue;
     CacheRow<C> row(t, out + h * t.cache_head_stride);
     C* hout = row.target();
     if (rotated == 0) {
@@ -535,26 +527,18 @@ HWY_INLINE void AppendV(VTag vtag, CTag ctag, const TokenKv& t) {
   const auto* in = static_cast<const typename VTag::Storage*>(t.v);
   auto* out = static_cast<typename CTag::Storage*>(t.v_cache);
   const CacheScale vs{t.v_scale, t.v_inv_scale, t.v_fp8_map};
-  if (t.v_head_stride == t.head_dim && t.cache_head_stride == t.head_dim) {
+  if (!t.stream_cache && t.v_head_stride == t.head_dim && t.cache_head_stride == t.head_dim) {
     // Heads packed in v and in the cache cell (vLLM's layout, FlashInfer's NHD): the token's row
-    // in one call, not one per head (ConvertCopy's set-up, a memcpy's, per head of 128; with
-    // stream_cache, the fp8 store's set-up per head of 128 took a quarter of the time of bf16
-    // into fp8).
-    const std::int64_t count = t.heads * t.head_dim;
-    if (!t.stream_cache) {
-      if (t.prefetch) prefetch_ahead(in, count);
-      ConvertCopy(vtag, ctag, in, out, count, vs);
-      return;
-    }
-    if (StreamAsIs<VTag, CTag>(t, in, out, count, t.prefetch)) return;
-    if (StreamBf16AsFp8Row<VTag, CTag>(t, in, out, count, vs, t.prefetch)) return;
+    // in one call, not one per head (ConvertCopy's set-up, a memcpy's, per head of 128).
+    if (t.prefetch) prefetch_ahead(in, t.heads * t.head_dim);
+    ConvertCopy(vtag, ctag, in, out, t.heads * t.head_dim, vs);
+    return;
   }
   for (std::int64_t h = 0; h < t.heads; ++h) {
     const auto* hin = in + h * t.v_head_stride;
     if (t.prefetch) prefetch_ahead(hin, t.head_dim);
-    if (StreamAsIs<VTag, CTag>(t, hin, out + h * t.cache_head_stride, t.head_dim)) continue;
-    if (StreamBf16AsFp8Row<VTag, CTag>(t, hin, out + h * t.cache_head_stride, t.head_dim, vs))
-      continue;
+    if (StreamAsIs<VTag, CTag>(t, hin, out + h * t.cache_head_stride)) continue;
+    if (StreamBf16AsFp8Row<VTag, CTag>(t, hin, out + h * t.cache_head_stride, vs)) continue;
     CacheRow<typename CTag::Storage> row(t, out + h * t.cache_head_stride);
     ConvertCopy(vtag, ctag, hin, row.target(), t.head_dim, vs);
     row.Flush(t.head_dim);

@@ -33,12 +33,8 @@ namespace hn = hwy::HWY_NAMESPACE;
 // `bytes` from src to dst: the whole vectors of dst's aligned span with non-temporal stores
 // (Stream), the unaligned ends with a plain copy. A streaming store writes a whole line without
 // reading it first; a plain store to a line not in the cache reads it in (write-allocate), which
-// for a prefill's cache rows is a third stream of reads nobody needs. With `prefetch`, each
-// vector's source kPrefetchAhead bytes on is prefetched as it is copied (a token's packed heads,
-// 8 KiB of Llama 2 7B's bf16 v: prefetched all at once, 128 prefetches in a row, the whole token's
-// row took longer than head by head).
-HWY_INLINE void StreamBytes(const void* src, void* dst, std::size_t bytes,
-                            [[maybe_unused]] bool prefetch = false) {
+// for a prefill's cache rows is a third stream of reads nobody needs.
+HWY_INLINE void StreamBytes(const void* src, void* dst, std::size_t bytes) {
   const auto* in = static_cast<const std::uint8_t*>(src);
   auto* out = static_cast<std::uint8_t*>(dst);
   std::size_t i = 0;
@@ -48,10 +44,7 @@ HWY_INLINE void StreamBytes(const void* src, void* dst, std::size_t bytes,
   const std::size_t head =
       std::min(bytes, (lanes - reinterpret_cast<std::uintptr_t>(out) % lanes) % lanes);
   std::memcpy(out, in, head);
-  for (i = head; i + lanes <= bytes; i += lanes) {
-    if (prefetch) prefetch_ahead(in + i, static_cast<std::int64_t>(lanes));
-    hn::Stream(hn::LoadU(d, in + i), d, out + i);
-  }
+  for (i = head; i + lanes <= bytes; i += lanes) hn::Stream(hn::LoadU(d, in + i), d, out + i);
 #endif
   std::memcpy(out + i, in + i, bytes - i);
 }
@@ -73,51 +66,43 @@ struct CacheRow {
   alignas(64) C buffer[kMaxStagedRowBytes / sizeof(C)];
 };
 
-// `count` elements (a head row, or a token's packed heads) into a cache of their own dtype with
-// stream_cache: the bits as they are (ConvertCopy's same-dtype case), streamed straight from the
-// input without the staging row; with `prefetch`, the input prefetched as it goes (StreamBytes).
-// Returns false, doing nothing, for other dtypes or without stream_cache.
+// A head row into a cache of its own dtype with stream_cache: its bits as they are (ConvertCopy's
+// same-dtype case), streamed straight from the input without the staging row. Returns false,
+// doing nothing, for other dtypes or without stream_cache.
 template <class InTag, class CTag>
 HWY_INLINE bool StreamAsIs(const TokenKv& t, const typename InTag::Storage* in,
-                           typename CTag::Storage* out, std::int64_t count, bool prefetch = false) {
+                           typename CTag::Storage* out) {
   if constexpr (std::is_same_v<InTag, CTag>) {
     if (t.stream_cache) {
-      StreamBytes(in, out, static_cast<std::size_t>(count) * sizeof(*in), prefetch);
+      StreamBytes(in, out, static_cast<std::size_t>(t.head_dim) * sizeof(*in));
       return true;
     }
   }
   return false;
 }
 
-// `count` bf16 words (a head row, or a token's packed heads) into fp8 cache bytes with streaming
-// stores straight from the registers (StoreBf16AsFp8<true>), with stream_cache, the scale's table,
-// whole vectors and `out` on a 32-byte boundary; false, nothing done, otherwise (the caller stages
-// the row). With `prefetch`, the input prefetched as it goes (StreamBytes says why). The same bits
-// as ConvertCopy. In one process on Zen 5 (in a loaded hour, about twice
-// the quiet times), medians of 21, against staging: Llama 2 7B prefill 13.2 -> 10.7 ms, Llama 3 8B
-// 4.6 -> 3.9 ms.
+// bf16 words of a head into its fp8 cache row with streaming stores straight from the registers
+// (StoreBf16AsFp8<true>), with stream_cache, the scale's table, whole vectors and a row on a
+// 32-byte boundary; false, nothing done, otherwise (the caller stages the row). The same bits as
+// ConvertCopy. In one process on Zen 5 (in a loaded hour, about twice the quiet times), medians
+// of 21, against staging: Llama 2 7B prefill 13.2 -> 10.7 ms, Llama 3 8B 4.6 -> 3.9 ms.
 template <class InTag, class CTag>
 HWY_INLINE bool StreamBf16AsFp8Row([[maybe_unused]] const TokenKv& t,
                                    [[maybe_unused]] const typename InTag::Storage* in,
                                    [[maybe_unused]] typename CTag::Storage* out,
-                                   [[maybe_unused]] std::int64_t count,
-                                   [[maybe_unused]] CacheScale scale,
-                                   [[maybe_unused]] bool prefetch = false) {
+                                   [[maybe_unused]] CacheScale scale) {
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
   if constexpr (std::is_same_v<InTag, BF16Tag> && std::is_same_v<CTag, Fp8Tag>) {
     const hn::ScalableTag<std::uint16_t> du;
     const auto lanes = static_cast<std::int64_t>(hn::Lanes(du));
-    if (!t.stream_cache || count % lanes != 0 ||
+    if (!t.stream_cache || t.head_dim % lanes != 0 ||
         reinterpret_cast<std::uintptr_t>(out) % static_cast<std::uintptr_t>(lanes) != 0) {
       return false;
     }
     if (!StoresBf16AsFp8<InTag, CTag>(scale)) return false;
     const Bf16Fp8Tables tab(scale);
     WithBf16Fp8Store<true>(tab, [&](const auto& store) {
-      for (std::int64_t i = 0; i < count; i += lanes) {
-        if (prefetch) prefetch_ahead(in + i, lanes);
-        store(hn::LoadU(du, in + i), out + i);
-      }
+      for (std::int64_t i = 0; i < t.head_dim; i += lanes) store(hn::LoadU(du, in + i), out + i);
     });
     return true;
   }
