@@ -144,8 +144,8 @@ POSENC_AVX512_BF16_ATTR inline __m512 Deinterleave(const float* p, int parity) {
 // A run of tokens (rotate.h's TokenBlock: token k's heads at t.in + k in_stride and t.out + k
 // out_stride, its row c[k], s[k]; one token: rotate_bf16_heads_avx512_bf16) in one call, the
 // head loop's fields in registers. One call per token (its checks, the pair-count dispatch, this
-// function's prologue, the fields reloaded after every store) cost 15-25% of the time at 8 or 16
-// heads a token: `posenc bench`, 8 MiB tensors with a table, the two binaries in turn, three
+// function's prologue, the fields reloaded after every store) cost 14-23% of the time at 8 or 16
+// heads a token (5-8% at 8 of 256): `posenc bench`, 8 MiB tensors with a table, the two binaries in turn, three
 // rounds (Zen 4): 8 heads of 128 381-393 -> 300-304 us (0.46-0.49 -> 0.61-0.63 of the in-place
 // stream), interleaved 330-332 -> 282-290 us, 16 heads of 64 332-341 -> 284-286 us, 8 heads of
 // 256 300-301 -> 277-285 us.

@@ -42,8 +42,8 @@ void set_avx512_bf16_enabled(bool on);  // targets.cc; on only where supported
 // done) for anything else. Call it from the AVX3 target's code only.
 bool rotate_bf16_heads_avx512_bf16(const TokenHeads& t);
 
-// rotate_token_block for the same rows: the run of tokens in one call, not one per token (the
-// per-token call cost as much as 20% of the rotation at 8 or 16 heads a token, avx512_bf16.cc).
+// rotate_token_block for the same rows: the run of tokens in one call, not one per token (one
+// call per token cost 14-23% of the time at 8 or 16 heads a token, avx512_bf16.cc).
 bool rotate_bf16_block_avx512_bf16(const TokenBlock& b);
 
 // x[i] <- bf16(x[i] * scale) in place for i in [0, count) (the bf16 pass of the benchmarks'

@@ -124,8 +124,8 @@ inline bool Bf16Fp8In16Bits(const CacheScale& cs) {
 // the scale's Bf16Fp8Map in registers (words 0-31, 32-63, 64-95, 96-127), both paths'
 // constants, and the scale for the float path. Once per loop because the stores go through
 // uint8_t pointers, which may alias the map, so a table read inside the loop would be reloaded on
-// every iteration; and with the constants inside the functions GCC broadcast some of them again
-// on every one (three of the table path's; the shifted path's two, from general registers).
+// every iteration; and constants made inside the functions GCC broadcast again on every one (the
+// constructor keeps them out of its sight).
 struct Bf16Fp8Tables {
   explicit Bf16Fp8Tables(const CacheScale& cs) : scale(cs.scale), inv(cs.inv) {
     // Opaque to the optimiser: seeing constants, GCC 12 re-made some of them inside the loops
