@@ -171,93 +171,133 @@ TEST(KvCache, Fp8E4M3ConversionMatchesReference) {
 
 // Every bf16 bit pattern as v into an fp8 cache, on every target: AVX-512 converts bf16 in 16-bit
 // lanes by the scale's table for scales in [2^-119, 2^127) (StoreBf16AsFp8, fp8-inl.h; the table's
-// derivation in kv_cache_kernel.h), the lanes it does not cover, the other scales and the other
-// targets through float32; all must give the reference's e4m3(v / scale). Powers of two and
-// calibrated scales (amax / 448 for amax 1 and 5.5, 0.0123, 0.1, 3, 1/3, a mantissa of all ones,
-// 1 + 2^-23), the table's range at both ends and just outside it, and the identity; rows of 48
-// so the 32-lane body and the float32 tail both run. Also as k without rotation (rotate = false
-// converts k as v).
+// derivation in kv_cache_kernel.h), and on AVX3_BF16 with AVX-512 VBMI 64 values at a time in byte
+// lanes where all 64 have a normal unsaturated code (Bf16RowsToFp8Vbmi); the lanes they do not
+// cover, the other scales and the other targets go through float32; all must give the reference's
+// e4m3(v / scale). Powers of two and calibrated scales (amax / 448 for amax 1 and 5.5, 0.0123,
+// 0.1, 3, 1/3, a mantissa of all ones, 1 + 2^-23), the table's range at both ends and just outside
+// it, and the identity. Rows of 48 (the 32-lane body and the float32 tail), and of 128 (two blocks
+// of 64) with plain and with streaming stores into 64-byte aligned caches. Also as k without
+// rotation (rotate = false converts k as v).
 TEST(KvCache, EveryBf16ToFp8MatchesReference) {
-  const std::int64_t d = 48;
-  std::vector<std::uint16_t> bits(65536);
-  std::iota(bits.begin(), bits.end(), 0);
-  while (static_cast<std::int64_t>(bits.size()) % d) bits.push_back(0x3F80);
-  // Then rows of normal values (1 to about 2.5, either sign) with one special value at each lane in
-  // turn: the 32-lane paths send a vector with an infinity, a NaN, a zero or a subnormal elsewhere
-  // than its all-normal fast path takes it (an infinity saturates there), and consecutive patterns
-  // never put an infinity among normal lanes.
-  for (std::uint16_t special : {0x7F80, 0xFF80, 0x7FC0, 0xFF81, 0x0000, 0x8000, 0x0001, 0x807F}) {
+  const float below_2_127 = std::nextafter(std::ldexp(1.0f, 127), 0.0f);
+  const float scales[] = {1.0f,
+                          0.25f,
+                          4.0f,
+                          1.0f / 64,
+                          1.0f / 448,
+                          5.5f / 448,
+                          0.0123f,
+                          0.1f,
+                          3.0f,
+                          1.0f / 3,
+                          std::nextafter(2.0f, 0.0f),
+                          std::nextafter(1.0f, 2.0f),
+                          std::ldexp(1.0f, -119),
+                          std::ldexp(1.5f, -119),
+                          std::nextafter(std::ldexp(1.0f, -119), 0.0f),
+                          std::ldexp(1.0f, -126),
+                          below_2_127,
+                          std::ldexp(1.0f, 127),
+                          std::ldexp(1.0f, 100),
+                          7.0e37f};
+  struct Rows {
+    std::int64_t d;
+    bool stream;
+    std::vector<std::uint16_t> bits;  // every pattern, then the special values' rows
+    std::vector<std::int64_t> edge_lanes;
+  };
+  std::vector<Rows> configs = {{48, false, {}, {0, 17, 31, 40}},
+                               {128, false, {}, {0, 17, 31, 40, 63, 64, 100, 127}},
+                               {128, true, {}, {0, 17, 31, 40, 63, 64, 100, 127}}};
+  auto normal = [](std::int64_t i) {
+    return static_cast<std::uint16_t>((i % 2 ? 0xBF80 : 0x3F80) + 3 * (i % 48));
+  };
+  for (Rows& rows : configs) {
+    const std::int64_t d = rows.d;
+    std::vector<std::uint16_t>& bits = rows.bits;
+    bits.resize(65536);
+    std::iota(bits.begin(), bits.end(), 0);
+    while (static_cast<std::int64_t>(bits.size()) % d) bits.push_back(0x3F80);
+    // Then rows of normal values (1 to about 2.5, either sign) with one special value at each lane
+    // in turn (rows of 48; in rows of 128, the lanes at both ends of each 32 and a few inside): the
+    // vector paths send a vector with an infinity, a NaN, a zero or a subnormal elsewhere than
+    // their all-normal fast paths take it (an infinity saturates there), and consecutive patterns
+    // never put an infinity among normal lanes.
+    std::vector<std::int64_t> special_lanes;
     for (std::int64_t lane = 0; lane < d; ++lane) {
-      for (std::int64_t i = 0; i < d; ++i) {
-        bits.push_back(i == lane ? special
-                                 : static_cast<std::uint16_t>((i % 2 ? 0xBF80 : 0x3F80) + 3 * i));
+      if (d == 48 || lane % 32 <= 1 || lane % 32 >= 30 || lane % 32 == 13) {
+        special_lanes.push_back(lane);
+      }
+    }
+    for (std::uint16_t special : {0x7F80, 0xFF80, 0x7FC0, 0xFF81, 0x0000, 0x8000, 0x0001, 0x807F}) {
+      for (const std::int64_t lane : special_lanes) {
+        for (std::int64_t i = 0; i < d; ++i) bits.push_back(i == lane ? special : normal(i));
       }
     }
   }
-  const float below_2_127 = std::nextafter(std::ldexp(1.0f, 127), 0.0f);
-  for (float scale : {1.0f,
-                      0.25f,
-                      4.0f,
-                      1.0f / 64,
-                      1.0f / 448,
-                      5.5f / 448,
-                      0.0123f,
-                      0.1f,
-                      3.0f,
-                      1.0f / 3,
-                      std::nextafter(2.0f, 0.0f),
-                      std::nextafter(1.0f, 2.0f),
-                      std::ldexp(1.0f, -119),
-                      std::ldexp(1.5f, -119),
-                      std::nextafter(std::ldexp(1.0f, -119), 0.0f),
-                      std::ldexp(1.0f, -126),
-                      below_2_127,
-                      std::ldexp(1.0f, 127),
-                      std::ldexp(1.0f, 100),
-                      7.0e37f}) {
-    // And this scale's saturation edge among normal lanes: the bf16 values on either side of the
-    // first one at or above 464 scale (E4M3's midpoint between 448 and the 480 it lacks, where
-    // rounding starts to saturate), each alone in a row at a few lanes.
-    std::vector<std::uint16_t> all = bits;
-    std::uint16_t edge = 0;
-    while (edge < 0x7F80 && posenc_ref::FromBf16(edge) / scale < 464.0f) ++edge;
-    for (int off = -3; off <= 3; ++off) {
-      for (std::int64_t lane : {0, 17, 31, 40}) {
-        const auto at = static_cast<std::uint16_t>(std::clamp(edge + off, 0, 0x7F7F));
-        for (std::int64_t i = 0; i < d; ++i) {
-          const auto normal = static_cast<std::uint16_t>((i % 2 ? 0xBF80 : 0x3F80) + 3 * i);
-          all.push_back(i == lane ? static_cast<std::uint16_t>(at | (off % 2 ? 0x8000 : 0))
-                                  : normal);
+  std::vector<std::uint8_t> code(65536);  // the reference's code of every pattern at the scale
+  for (const float scale : scales) {
+    for (std::size_t p = 0; p < code.size(); ++p) {
+      code[p] = posenc_ref::ToFp8E4M3(posenc_ref::FromBf16(static_cast<std::uint16_t>(p)) / scale);
+    }
+    // And this scale's edges among normal lanes, each value alone in a row at a few lanes: the
+    // bf16 values on either side of the first one at or above 464 scale (E4M3's midpoint between
+    // 448 and the 480 it lacks, where rounding starts to saturate), and of the first one whose
+    // code is normal (0x08 or more; below it, subnormal codes).
+    std::uint16_t top = 0, bottom = 0;
+    while (top < 0x7F80 && posenc_ref::FromBf16(top) / scale < 464.0f) ++top;
+    while (bottom < 0x7F80 && code[bottom] < 8) ++bottom;
+    for (const Rows& rows : configs) {
+      const std::int64_t d = rows.d;
+      // Streaming stores from 64 KiB of cache written (each call writes more).
+      std::optional<StreamThreshold> threshold;
+      if (rows.stream) threshold.emplace(std::int64_t{64} << 10);
+      std::vector<std::uint16_t> all = rows.bits;
+      for (const std::uint16_t edge : {top, bottom}) {
+        for (int off = -3; off <= 3; ++off) {
+          for (const std::int64_t lane : rows.edge_lanes) {
+            const auto at = static_cast<std::uint16_t>(std::clamp(edge + off, 0, 0x7F7F));
+            for (std::int64_t i = 0; i < d; ++i) {
+              all.push_back(i == lane ? static_cast<std::uint16_t>(at | (off % 2 ? 0x8000 : 0))
+                                      : normal(i));
+            }
+          }
         }
       }
+      const auto tokens = static_cast<std::int64_t>(all.size()) / d;
+      posenc_test::ForEachTarget([&](const std::string& target) {
+        const posenc::Frequencies f =
+            posenc::compute_frequencies(posenc::testing::Spec(d, d, 0, Layout::kHalfSplit));
+        // 64-byte aligned caches, so that streamed rows start on whole lines.
+        std::vector<std::uint8_t> kbuf(all.size() + 64), vbuf(all.size() + 64);
+        auto aligned = [](std::vector<std::uint8_t>& b) {
+          return b.data() + (64 - reinterpret_cast<std::uintptr_t>(b.data()) % 64) % 64;
+        };
+        std::uint8_t* kc = aligned(kbuf);
+        std::uint8_t* vc = aligned(vbuf);
+        posenc::KvCache cache = posenc::KvCache::contiguous(kc, vc, CacheDType::kFp8E4M3,
+                                                            KvCacheLayout::kVllm, tokens, 1, 1, d);
+        cache.k_scale = cache.v_scale = scale;
+        std::vector<std::int64_t> pos(static_cast<std::size_t>(tokens), 0), slots(pos.size());
+        std::iota(slots.begin(), slots.end(), 0);
+        posenc::KvAppendArgs a;
+        a.k = posenc::TensorView::contiguous(all.data(), DType::kBF16, tokens, 1, d);
+        a.v = a.k;
+        a.rotate = false;
+        a.positions = std::span<const std::int64_t>(pos);
+        a.slot_mapping = slots;
+        posenc::rope_append_kv_cache(f, cache, a);
+        for (std::size_t i = 0; i < all.size(); ++i) {
+          ASSERT_EQ(static_cast<int>(vc[i]), static_cast<int>(code[all[i]]))
+              << target << " rows of " << d << (rows.stream ? " streamed" : "") << ": v bf16 0x"
+              << std::hex << all[i] << " / scale " << scale;
+          ASSERT_EQ(static_cast<int>(kc[i]), static_cast<int>(code[all[i]]))
+              << target << " rows of " << d << (rows.stream ? " streamed" : "") << ": k bf16 0x"
+              << std::hex << all[i] << " / scale " << scale;
+        }
+      });
     }
-    const auto tokens = static_cast<std::int64_t>(all.size()) / d;
-    std::vector<std::uint8_t> expect(all.size());
-    for (std::size_t i = 0; i < all.size(); ++i)
-      expect[i] = posenc_ref::ToFp8E4M3(posenc_ref::FromBf16(all[i]) / scale);
-    posenc_test::ForEachTarget([&](const std::string& target) {
-      const posenc::Frequencies f =
-          posenc::compute_frequencies(posenc::testing::Spec(d, d, 0, Layout::kHalfSplit));
-      std::vector<std::uint8_t> kc(all.size()), vc(all.size());
-      posenc::KvCache cache = posenc::KvCache::contiguous(
-          kc.data(), vc.data(), CacheDType::kFp8E4M3, KvCacheLayout::kVllm, tokens, 1, 1, d);
-      cache.k_scale = cache.v_scale = scale;
-      std::vector<std::int64_t> pos(static_cast<std::size_t>(tokens), 0), slots(pos.size());
-      std::iota(slots.begin(), slots.end(), 0);
-      posenc::KvAppendArgs a;
-      a.k = posenc::TensorView::contiguous(all.data(), DType::kBF16, tokens, 1, d);
-      a.v = a.k;
-      a.rotate = false;
-      a.positions = std::span<const std::int64_t>(pos);
-      a.slot_mapping = slots;
-      posenc::rope_append_kv_cache(f, cache, a);
-      for (std::size_t i = 0; i < all.size(); ++i) {
-        ASSERT_EQ(static_cast<int>(vc[i]), static_cast<int>(expect[i]))
-            << target << ": v bf16 0x" << std::hex << all[i] << " / scale " << scale;
-        ASSERT_EQ(static_cast<int>(kc[i]), static_cast<int>(expect[i]))
-            << target << ": k bf16 0x" << std::hex << all[i] << " / scale " << scale;
-      }
-    });
   }
 }
 

@@ -259,21 +259,6 @@ TEST(KvCache, RowsInRegistersKeyInPlaceAndPackedRows) {
   });
 }
 
-// The streaming tests run with the threshold of streaming stores (kv_cache_streaming.h) at 256 KiB
-// instead of 4 MiB: the same code paths on a sixteenth of the data (at 4 MiB the three tests took
-// 150 s under ASan + UBSan). The threshold found comes back at the end of each test.
-class StreamThreshold {
- public:
-  static constexpr std::int64_t kBytes = std::int64_t{256} << 10;
-  StreamThreshold() { posenc::detail::set_stream_cache_bytes(kBytes); }
-  ~StreamThreshold() { posenc::detail::set_stream_cache_bytes(previous_); }
-  StreamThreshold(const StreamThreshold&) = delete;
-  StreamThreshold& operator=(const StreamThreshold&) = delete;
-
- private:
-  std::int64_t previous_ = posenc::detail::stream_cache_bytes();
-};
-
 TEST(KvCache, StreamThresholdIsFourMiBAndRefusesLessThanAByte) {
   EXPECT_EQ(posenc::detail::stream_cache_bytes(), std::int64_t{4} << 20);
   EXPECT_THAT(error_of([] { posenc::detail::set_stream_cache_bytes(0); }),

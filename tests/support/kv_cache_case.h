@@ -30,6 +30,7 @@
 #include "posenc/rope/table.h"
 #include "reference/fp8_reference.h"
 #include "reference/half_reference.h"
+#include "rope/kv_cache_streaming.h"
 #include "support/error_of.h"
 #include "support/rope_test_support.h"
 #include "support/simd_targets.h"
@@ -301,5 +302,23 @@ inline std::string Name(const Case& c) {
          " rotary " + std::to_string(c.spec.rotary_dim) + "+" +
          std::to_string(c.spec.rotary_offset);
 }
+
+// The streaming tests (kv_cache_test.cc, kv_cache_dtypes_test.cc) run with the threshold of
+// streaming stores (kv_cache_streaming.h) at 256 KiB (or less) instead of 4 MiB: the same code
+// paths on a sixteenth of the data (at 4 MiB the three tests of kv_cache_test.cc took 150 s under
+// ASan + UBSan). The threshold found comes back at the end of each test.
+class StreamThreshold {
+ public:
+  static constexpr std::int64_t kBytes = std::int64_t{256} << 10;
+  explicit StreamThreshold(std::int64_t bytes = kBytes) {
+    posenc::detail::set_stream_cache_bytes(bytes);
+  }
+  ~StreamThreshold() { posenc::detail::set_stream_cache_bytes(previous_); }
+  StreamThreshold(const StreamThreshold&) = delete;
+  StreamThreshold& operator=(const StreamThreshold&) = delete;
+
+ private:
+  std::int64_t previous_ = posenc::detail::stream_cache_bytes();
+};
 
 }  // namespace posenc_test::kv_cache

@@ -305,6 +305,15 @@ bool avx512_bf16_supported() {
 
 bool avx512_bf16_enabled() { return enabled_flag().load(std::memory_order_relaxed); }
 
+bool avx512_vbmi_enabled() {
+#if POSENC_AVX512_BF16_BUILT
+  static const bool vbmi = __builtin_cpu_supports("avx512vbmi");
+  return vbmi && avx512_bf16_enabled();
+#else
+  return false;
+#endif
+}
+
 void set_avx512_bf16_enabled(bool on) {
   enabled_flag().store(on && avx512_bf16_supported(), std::memory_order_relaxed);
 }

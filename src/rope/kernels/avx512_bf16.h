@@ -21,6 +21,8 @@
 //
 // It is listed and forced like a Highway target, as "AVX3_BF16" (targets.h): the default where
 // the CPU has AVX-512 BF16; forcing "AVX3" runs the AVX3 code without it, so both are tested.
+// The same target also turns on AVX-512 VBMI's byte permutes where the CPU has them
+// (avx512_vbmi_enabled): bf16 rounded to fp8 E4M3 64 values at a time in byte lanes (fp8-inl.h).
 #pragma once
 
 #include <cstdint>
@@ -36,6 +38,10 @@ bool avx512_bf16_supported();
 // Whether the kernels use it now: supported, and not switched off by forcing another target.
 bool avx512_bf16_enabled();
 void set_avx512_bf16_enabled(bool on);  // targets.cc; on only where supported
+
+// Whether the fp8 stores use AVX-512 VBMI (fp8-inl.h's Bf16RowsToFp8Vbmi): avx512_bf16_enabled()
+// and the CPU has VBMI (Zen 4 and later, Ice Lake and later; not Cooper Lake, which has BF16).
+bool avx512_vbmi_enabled();
 
 // rotate_token_heads for a bf16 t, half-split with any multiple of 16 pairs up to 128 or
 // interleaved with 16 to 96 or 128 pairs, when avx512_bf16_enabled(); returns false (nothing

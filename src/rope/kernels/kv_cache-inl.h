@@ -131,6 +131,10 @@ HWY_NOINLINE void ConvertCopy(InTag itag, CTag ctag, const typename InTag::Stora
   if constexpr (std::is_same_v<InTag, BF16Tag> && std::is_same_v<CTag, Fp8Tag>) {
     if (StoresBf16AsFp8<InTag, CTag>(scale)) {
       const Bf16Fp8Tables tab(scale);
+      if (count >= 64 && Bf16Fp8ByBytes(scale)) {
+        i = count / 64 * 64;
+        Bf16RowsToFp8Vbmi<false>(in, 0, out, 0, 1, i, *scale.bf16, tab, false);
+      }
       const hn::ScalableTag<std::uint16_t> du;
       const auto lanes = static_cast<std::int64_t>(hn::Lanes(du));
       WithBf16Fp8Store(tab, [&](const auto& store) {
@@ -432,6 +436,7 @@ HWY_INLINE bool AppendBf16KAsFp8ByToken(const TokenKv& t) {
     ConvertCopy(BF16Tag(), Fp8Tag(), rotated, out, t.heads * t.head_dim, ks);
     return true;
   }
+  if (StreamBf16AsFp8Rows<BF16Tag, Fp8Tag>(t, rotated, t.head_dim, out, ks, false)) return true;
   for (std::int64_t h = 0; h < t.heads; ++h) {
     std::uint8_t* cache_row = out + h * t.cache_head_stride;
     if (StreamBf16AsFp8Row<BF16Tag, Fp8Tag>(t, rotated + h * t.head_dim, cache_row, ks)) continue;
@@ -534,6 +539,7 @@ HWY_INLINE void AppendV(VTag vtag, CTag ctag, const TokenKv& t) {
     ConvertCopy(vtag, ctag, in, out, t.heads * t.head_dim, vs);
     return;
   }
+  if (StreamBf16AsFp8Rows<VTag, CTag>(t, in, t.v_head_stride, out, vs, t.prefetch)) return;
   for (std::int64_t h = 0; h < t.heads; ++h) {
     const auto* hin = in + h * t.v_head_stride;
     if (t.prefetch) prefetch_ahead(hin, t.head_dim);

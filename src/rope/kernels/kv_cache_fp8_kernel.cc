@@ -9,6 +9,7 @@
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>
 
+#include <algorithm>
 #include <bit>
 #include <cstdint>
 
@@ -36,7 +37,22 @@ bool MakeBf16Fp8Map(float scale, Bf16Fp8Map* map) {
   alignas(64) std::uint8_t codes[128];
   for (int i = 0; i < 128; i += 32)
     Bf16ToFp8ByFloat(words + i, scale, exact_inverse(scale), codes + i);
-  for (int m = 0; m < 128; ++m) map->words[m] = static_cast<std::int16_t>(codes[m] - 8 * e0);
+  int lo = 0x8000, hi = -1;
+  for (int m = 0; m < 128; ++m) {
+    const int w = codes[m] - 8 * e0;
+    map->words[m] = static_cast<std::int16_t>(w);
+    map->bytes[m] = static_cast<std::uint8_t>(w - (m >> 4));
+    // This mantissa's exponents with 8 E + w in [8, 0x7E], E in [0, 254]: E >= ceil((8 - w) / 8)
+    // and E <= floor((0x7E - w) / 8), both numerators taken where they are non-negative.
+    const int e_min = w >= 8 ? 0 : (8 - w + 7) / 8;
+    const int e_max = w > 0x7E ? -1 : std::min(254, (0x7E - w) / 8);
+    if (e_min <= e_max) {
+      lo = std::min(lo, e_min * 128 + m);
+      hi = std::max(hi, e_max * 128 + m);
+    }
+  }
+  map->lo = static_cast<std::uint16_t>(lo <= hi ? lo : 1);
+  map->hi = static_cast<std::uint16_t>(lo <= hi ? hi : 0);
   return true;
 }
 

@@ -76,8 +76,17 @@ struct Fp8Tag {
 // the float path does (every code above 0x7E is a value of at least 480). Lanes outside (t < 8:
 // zeros, bf16 subnormals and E4M3 subnormal results; E = 255) take the float path. E0 >= 9 keeps
 // t < 8 for every E = 0 lane; E0 <= 254 keeps the anchor finite: scales in [2^-119, 2^127).
+//
+// The same table for 64 values in byte lanes (fp8-inl.h's Bf16RowsToFp8Vbmi, AVX-512 VBMI): the
+// byte of bits 4-11 of a bf16 word is (8 E + (m >> 4)) mod 256, so adding
+//   bytes[m] = (words[m] - (m >> 4)) mod 256
+// gives t mod 256, which is t itself where t is in [8, 0x7E]. t grows with a (the codes grow with
+// the value), so those lanes are the magnitudes a in [lo, hi] (with E < 255); lanes outside, the
+// saturated ones too, take the 16-bit paths. lo > hi where no lane is inside.
 struct Bf16Fp8Map {
   alignas(64) std::int16_t words[128];
+  alignas(64) std::uint8_t bytes[128];
+  std::uint16_t lo = 1, hi = 0;
 };
 
 // The table of `scale` (a positive finite float) into `map`, by the float path on the 128 values

@@ -110,6 +110,34 @@ HWY_INLINE bool StreamBf16AsFp8Row([[maybe_unused]] const TokenKv& t,
   return false;
 }
 
+// Every head row of the token (t.heads rows of t.head_dim words at in + h in_stride) into its fp8
+// cache row (out + h t.cache_head_stride) with streaming stores, 64 values at a time in byte
+// lanes (fp8-inl.h's Bf16RowsToFp8Vbmi), in one call for the token: with stream_cache, AVX-512
+// VBMI, the scale's table, rows of whole 64-value blocks on 32-byte boundaries; false, nothing
+// done, otherwise (the caller goes head by head). `prefetch`: each row's prefetch_ahead.
+template <class InTag, class CTag>
+HWY_INLINE bool StreamBf16AsFp8Rows([[maybe_unused]] const TokenKv& t,
+                                    [[maybe_unused]] const typename InTag::Storage* in,
+                                    [[maybe_unused]] std::int64_t in_stride,
+                                    [[maybe_unused]] typename CTag::Storage* out,
+                                    [[maybe_unused]] CacheScale scale,
+                                    [[maybe_unused]] bool prefetch) {
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
+  if constexpr (std::is_same_v<InTag, BF16Tag> && std::is_same_v<CTag, Fp8Tag>) {
+    if (!t.stream_cache || t.head_dim % 64 != 0 || t.cache_head_stride % 32 != 0 ||
+        reinterpret_cast<std::uintptr_t>(out) % 32 != 0 || !StoresBf16AsFp8<InTag, CTag>(scale) ||
+        !Bf16Fp8ByBytes(scale)) {
+      return false;
+    }
+    const Bf16Fp8Tables tab(scale);
+    Bf16RowsToFp8Vbmi<true>(in, in_stride, out, t.cache_head_stride, t.heads, t.head_dim,
+                            *scale.bf16, tab, prefetch);
+    return true;
+  }
+#endif
+  return false;
+}
+
 #if POSENC_FULL_VECTORS && !HWY_HAVE_SCALABLE
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2
 // StoreResultsF32x2 (the same bits) with streaming stores, to p aligned to 2 * Lanes(d) floats'
