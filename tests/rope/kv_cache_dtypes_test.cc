@@ -176,9 +176,11 @@ TEST(KvCache, Fp8E4M3ConversionMatchesReference) {
 // cover, the other scales and the other targets go through float32; all must give the reference's
 // e4m3(v / scale). Powers of two and calibrated scales (amax / 448 for amax 1 and 5.5, 0.0123,
 // 0.1, 3, 1/3, a mantissa of all ones, 1 + 2^-23), the table's range at both ends and just outside
-// it, and the identity. Rows of 48 (the 32-lane body and the float32 tail), and of 128 (two blocks
-// of 64) with plain and with streaming stores into 64-byte aligned caches. Also as k without
-// rotation (rotate = false converts k as v).
+// it, and the identity. Rows of 48 (the 32-lane body and the float32 tail), of 160 (two blocks of
+// 64 and 32 after them) with plain stores and of 128 with streaming stores into 64-byte aligned
+// caches. Also as k without rotation (rotate = false converts k as v). The byte lanes run only
+// where the CPU has AVX-512 BF16 and VBMI (Zen 4 and later, Sapphire Rapids and later); elsewhere
+// the same rows test the 16-bit paths.
 TEST(KvCache, EveryBf16ToFp8MatchesReference) {
   const float below_2_127 = std::nextafter(std::ldexp(1.0f, 127), 0.0f);
   const float scales[] = {1.0f,
@@ -208,7 +210,7 @@ TEST(KvCache, EveryBf16ToFp8MatchesReference) {
     std::vector<std::int64_t> edge_lanes;
   };
   std::vector<Rows> configs = {{48, false, {}, {0, 17, 31, 40}},
-                               {128, false, {}, {0, 17, 31, 40, 63, 64, 100, 127}},
+                               {160, false, {}, {0, 17, 31, 40, 63, 64, 100, 127, 128, 159}},
                                {128, true, {}, {0, 17, 31, 40, 63, 64, 100, 127}}};
   auto normal = [](std::int64_t i) {
     return static_cast<std::uint16_t>((i % 2 ? 0xBF80 : 0x3F80) + 3 * (i % 48));
@@ -243,8 +245,11 @@ TEST(KvCache, EveryBf16ToFp8MatchesReference) {
     }
     // And this scale's edges among normal lanes, each value alone in a row at a few lanes: the
     // bf16 values on either side of the first one at or above 464 scale (E4M3's midpoint between
-    // 448 and the 480 it lacks, where rounding starts to saturate), and of the first one whose
-    // code is normal (0x08 or more; below it, subnormal codes).
+    // 448 and the 480 it lacks, where rounding starts to saturate), and from just below the first
+    // one whose code is normal (0x08 or more; below it, subnormal codes) to 12 above it: a value
+    // within half a subnormal step below 2^-6 rounds to 0x08 as a subnormal while the rounding
+    // of a normal's 3 mantissa bits, which the 16-bit table and the byte lanes extend below
+    // 2^-6, would give 0x07 (up to 9 bf16 values above that first one).
     std::uint16_t top = 0, bottom = 0;
     while (top < 0x7F80 && posenc_ref::FromBf16(top) / scale < 464.0f) ++top;
     while (bottom < 0x7F80 && code[bottom] < 8) ++bottom;
@@ -255,7 +260,7 @@ TEST(KvCache, EveryBf16ToFp8MatchesReference) {
       if (rows.stream) threshold.emplace(std::int64_t{64} << 10);
       std::vector<std::uint16_t> all = rows.bits;
       for (const std::uint16_t edge : {top, bottom}) {
-        for (int off = -3; off <= 3; ++off) {
+        for (int off = -3; off <= (edge == bottom ? 12 : 3); ++off) {
           for (const std::int64_t lane : rows.edge_lanes) {
             const auto at = static_cast<std::uint16_t>(std::clamp(edge + off, 0, 0x7F7F));
             for (std::int64_t i = 0; i < d; ++i) {

@@ -310,8 +310,11 @@ TEST(KvCache, LargeAppendsWithStreamingStoresGiveTheSameBits) {
 // at every alignment (rows on a vector boundary are streamed from the registers, the others
 // staged; a half-split row of an odd number of vectors always staged), on every target. Also bf16
 // into fp8 with a power-of-two and a calibrated scale, whose whole rows on a 32-byte boundary are
-// streamed from the registers too (StreamBf16AsFp8Row). (The streaming test above uses partial
-// rotary, which takes the per-head path.)
+// streamed from the registers too (StreamBf16AsFp8Row; on AVX3_BF16 with AVX-512 VBMI a token's
+// rows at once, 64 values at a time in byte lanes: StreamBf16AsFp8Rows), also into HND pages (a
+// page between a token's rows) from a v whose heads are apart, with scales that keep these
+// normal(0, 1) values off saturation so that most blocks of 64 take the byte lanes. (The
+// streaming test above uses partial rotary, which takes the per-head path.)
 TEST(KvCache, RowsInRegistersWithStreamingStoresGiveTheSameBits) {
   const StreamThreshold threshold;
   std::mt19937 rng(37);
@@ -321,6 +324,9 @@ TEST(KvCache, RowsInRegistersWithStreamingStoresGiveTheSameBits) {
     std::int64_t head_dim;
     Layout layout = Layout::kHalfSplit;
     float fp8_k_scale = 0.25f;  // a power of two: StoreBf16AsFp8's shift path
+    float fp8_v_scale = 2.0f;
+    KvCacheLayout cache_layout = KvCacheLayout::kVllm;
+    std::int64_t v_head_pad = -1;  // >= 0: v apart from q and k, with this gap after each head
   };
   const Kind kinds[] = {{DType::kBF16, CacheDType::kBF16, 64},
                         {DType::kBF16, CacheDType::kBF16, 128},
@@ -333,7 +339,11 @@ TEST(KvCache, RowsInRegistersWithStreamingStoresGiveTheSameBits) {
                         {DType::kBF16, CacheDType::kBF16, 128, Layout::kInterleaved},
                         {DType::kBF16, CacheDType::kFp8E4M3, 128},
                         {DType::kBF16, CacheDType::kFp8E4M3, 128, Layout::kHalfSplit, 1.0f / 448},
-                        {DType::kBF16, CacheDType::kFp8E4M3, 64}};
+                        {DType::kBF16, CacheDType::kFp8E4M3, 64},
+                        {DType::kBF16, CacheDType::kFp8E4M3, 128, Layout::kHalfSplit, 1.0f / 64,
+                         1.0f / 64, KvCacheLayout::kHnd, 64},
+                        {DType::kBF16, CacheDType::kFp8E4M3, 128, Layout::kHalfSplit, 5.5f / 448,
+                         5.5f / 448, KvCacheLayout::kHnd, 0}};
   posenc_test::ForEachTarget([&](const std::string& target) {
     for (const Kind& kind : kinds) {
       for (bool in_place : {false, true}) {
@@ -343,12 +353,14 @@ TEST(KvCache, RowsInRegistersWithStreamingStoresGiveTheSameBits) {
         c.cache_dtype = kind.cache_dtype;
         c.q_heads = 1;
         c.kv_heads = 2;
-        c.packed = true;
+        c.packed = kind.v_head_pad < 0;
+        c.v_head_pad = std::max<std::int64_t>(kind.v_head_pad, 0);
+        c.layout = kind.cache_layout;
         c.page_pad = 3;
         c.k_in_place = in_place;
         if (kind.cache_dtype == CacheDType::kFp8E4M3) {
           c.k_scale = kind.fp8_k_scale;
-          c.v_scale = 2.0f;
+          c.v_scale = kind.fp8_v_scale;
         }
         const std::int64_t row_bytes =
             2 * 2 * kind.head_dim * posenc::cache_dtype_size(kind.cache_dtype);

@@ -100,8 +100,9 @@ struct Case {
   CacheDType cache_dtype = CacheDType::kF32;
   KvCacheLayout layout = KvCacheLayout::kVllm;
   std::int64_t tokens = 5, q_heads = 4, kv_heads = 2;
-  bool packed = false;        // q, k, v inside one qkv row per token
-  std::int64_t page_pad = 0;  // extra elements per cache page
+  bool packed = false;          // q, k, v inside one qkv row per token
+  std::int64_t v_head_pad = 0;  // v apart (not packed): extra elements after each of its heads
+  std::int64_t page_pad = 0;    // extra elements per cache page
   bool k_in_place = false;
   bool table = true;
   bool int32_positions = false;
@@ -170,8 +171,9 @@ inline Inputs Make(const Case& c, std::mt19937& rng) {
                                          c.tokens, c.kv_heads, d);
   }
   if (!c.packed || c.v_dtype != c.dtype) {
-    s.vbuf = posenc::testing::Random(c.v_dtype, c.tokens * c.kv_heads * d, rng).bytes;
-    s.v = posenc::TensorView::contiguous(s.vbuf.data(), c.v_dtype, c.tokens, c.kv_heads, d);
+    const std::int64_t head = d + c.v_head_pad;
+    s.vbuf = posenc::testing::Random(c.v_dtype, c.tokens * c.kv_heads * head, rng).bytes;
+    s.v = {s.vbuf.data(), c.v_dtype, c.tokens, c.kv_heads, d, c.kv_heads * head, head};
   }
   const std::int64_t axes = c.multi_axis ? 3 : 1;
   std::uniform_int_distribution<std::int64_t> pick(0, 5000);

@@ -40,7 +40,9 @@ bool avx512_bf16_enabled();
 void set_avx512_bf16_enabled(bool on);  // targets.cc; on only where supported
 
 // Whether the fp8 stores use AVX-512 VBMI (fp8-inl.h's Bf16RowsToFp8Vbmi): avx512_bf16_enabled()
-// and the CPU has VBMI (Zen 4 and later, Ice Lake and later; not Cooper Lake, which has BF16).
+// and the CPU has VBMI: Zen 4 and later, Sapphire Rapids and later. Not Cooper Lake (BF16 without
+// VBMI), nor Ice Lake to Rocket Lake (VBMI without BF16, so no AVX3_BF16 target: the byte lanes
+// are tied to it so that forcing AVX3 tests the 16-bit ones).
 bool avx512_vbmi_enabled();
 
 // rotate_token_heads for a bf16 t, half-split with any multiple of 16 pairs up to 128 or

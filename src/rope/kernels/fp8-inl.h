@@ -329,8 +329,8 @@ alignas(64) inline constexpr std::uint8_t kHighBytes[64] = {
 //   map.bytes[m] (a two-table byte permute indexed by the low byte, whose bits 0-6 are m) is
 //   the code; the sign, bit 7 of the high byte, goes on top by a bitwise select.
 // Three two-source byte permutes gather the bytes: about 14 operations per 64 values, checks
-// included, against about 20 for two vectors of the power-of-two path and 28 of the table path.
-// Other blocks go through StoreBf16AsFp8, 32 at a time. The same bits as StoreBf16AsFp8: t in
+// included and loads and stores aside, against about 20 for two vectors of the power-of-two path
+// and 28 of the table path. Other blocks go through StoreBf16AsFp8, 32 at a time. The same bits as StoreBf16AsFp8: t in
 // [8, 0x7E] is its code before the min. Measured (Zen 4, `posenc bench`, the binaries before and
 // after in turn, three rounds): a standalone loop in L1 1.94 -> 1.33 ns per 32 values against the
 // power-of-two path; the fused Llama 2 7B prefill into fp8 8.2-8.6 -> 6.7-7.3 ms, its one-token
