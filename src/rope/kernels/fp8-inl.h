@@ -388,7 +388,8 @@ HWY_NOINLINE POSENC_FP8_VBMI_ATTR void Bf16RowsToFp8Vbmi(const std::uint16_t* in
   }
 }
 
-// Whether Bf16RowsToFp8Vbmi serves this scale now: AVX-512 VBMI on, and a table with lanes inside.
+// Whether Bf16RowsToFp8Vbmi serves this scale now: AVX-512 VBMI on, and a table with lanes inside
+// (so StoresBf16AsFp8 holds too, and Bf16Fp8Tables can be made for its fallback).
 inline bool Bf16Fp8ByBytes(const CacheScale& cs) {
   return cs.bf16 != nullptr && cs.bf16->lo <= cs.bf16->hi && avx512_vbmi_enabled();
 }

@@ -125,8 +125,7 @@ HWY_INLINE bool StreamBf16AsFp8Rows([[maybe_unused]] const TokenKv& t,
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
   if constexpr (std::is_same_v<InTag, BF16Tag> && std::is_same_v<CTag, Fp8Tag>) {
     if (!t.stream_cache || t.head_dim % 64 != 0 || t.cache_head_stride % 32 != 0 ||
-        reinterpret_cast<std::uintptr_t>(out) % 32 != 0 || !StoresBf16AsFp8<InTag, CTag>(scale) ||
-        !Bf16Fp8ByBytes(scale)) {
+        reinterpret_cast<std::uintptr_t>(out) % 32 != 0 || !Bf16Fp8ByBytes(scale)) {
       return false;
     }
     const Bf16Fp8Tables tab(scale);
