@@ -67,7 +67,9 @@ std::vector<Case> all_cases(std::span<const int> threads) {
       {DType::kF16, CacheDType::kF16, "f16", 1.0f},
       {DType::kBF16, CacheDType::kBF16, "bf16", 1.0f},
       {DType::kBF16, CacheDType::kFp8E4M3, "fp8_e4m3", 1.0f / 64},
-      {DType::kBF16, CacheDType::kFp8E4M3, "fp8_e4m3-calibrated", 1.0f / 448}};
+      {DType::kBF16, CacheDType::kFp8E4M3, "fp8_e4m3-calibrated", 1.0f / 448},
+      {DType::kF16, CacheDType::kFp8E4M3, "fp8_e4m3", 1.0f / 64},
+      {DType::kF16, CacheDType::kFp8E4M3, "fp8_e4m3-calibrated", 1.0f / 448}};
   for (const Shape& shape : fused_shapes()) {
     for (const FusedDtypes& f : fused_dtypes) {
       for (int t : threads) {

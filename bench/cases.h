@@ -88,11 +88,11 @@ std::span<const Shape> shapes();
 //   fused-prefill-llama3-8b    4096 tokens, 32 q heads,  8 kv heads, 128 (GQA)
 //   fused-decode1-llama2-7b / -llama3-8b     1 token at position 4095
 //   fused-decode64-llama2-7b / -llama3-8b   64 tokens (64 sequences), positions 4032 .. 4095
-// with (input, cache) dtypes f32/f32, f16/f16, bf16/bf16 and bf16/fp8_e4m3, table cos/sin only:
-// named <shape>/<dtype>/cache:<cache dtype>/table/threads:<n>. fp8 twice: cache:fp8_e4m3 with the
-// scale 1/64, a power of two (the kernel rounds the bits), and cache:fp8_e4m3-calibrated with
-// 1/448, amax / 448 for these inputs' amax of 1 as vLLM's scale calibration computes it, not a
-// power of two (the kernel looks each value up in the scale's table; fp8-inl.h).
+// with (input, cache) dtypes f32/f32, f16/f16, bf16/bf16, bf16/fp8_e4m3 and f16/fp8_e4m3, table
+// cos/sin only: named <shape>/<dtype>/cache:<cache dtype>/table/threads:<n>. Each fp8 pair twice:
+// cache:fp8_e4m3 with the scale 1/64, a power of two, and cache:fp8_e4m3-calibrated with 1/448,
+// amax / 448 for these inputs' amax of 1 as vLLM's scale calibration computes it, not a power of
+// two (the kernel's ways for each: fp8-inl.h).
 std::span<const Shape> fused_shapes();
 
 inline constexpr int kDefaultThreads[] = {1, 2};

@@ -205,15 +205,16 @@ void check_distinct(std::span<const Cell> cells, const KvCache& c, const KvAppen
   }
 }
 
-// This thread's Bf16Fp8Map of `scale` (kv_cache_kernel.h) for k (role 0) or v (role 1), or null
-// where the scale has none. A table takes about 64 ns to make, a tenth of a one-token append, and
-// engines call with the same few scales (one per layer for k and for v) step after step: each
-// thread keeps 64 per role, direct-mapped by the scale's bits, made on first use. A pointer stays
-// valid for the call: k's and v's slots are apart, and the thread's slots change only in its own
-// later calls.
-const detail::Bf16Fp8Map* bf16_fp8_map(int role, float scale) {
+// This thread's Map of `scale` (kv_cache_kernel.h's Bf16Fp8Map or F16Fp8Map, made by `make`) for
+// k (role 0) or v (role 1), or null where the scale has none. A bf16 table takes about 64 ns to
+// make, a tenth of a one-token append, and engines call with the same few scales (one per layer
+// for k and for v) step after step: each thread keeps 64 per role and map type, direct-mapped by
+// the scale's bits, made on first use. A pointer stays valid for the call: k's and v's slots are
+// apart, and the thread's slots change only in its own later calls.
+template <class Map>
+const Map* fp8_map(int role, float scale, bool (*make)(float, Map&)) {
   struct Slot {
-    detail::Bf16Fp8Map map;
+    Map map;
     std::uint32_t bits = 0;
     bool made = false;
     bool valid = false;
@@ -227,7 +228,7 @@ const detail::Bf16Fp8Map* bf16_fp8_map(int role, float scale) {
   if (!slot.made || slot.bits != bits) {
     slot.bits = bits;
     slot.made = true;
-    slot.valid = detail::make_bf16_fp8_map(scale, slot.map);
+    slot.valid = make(scale, slot.map);
   }
   return slot.valid ? &slot.map : nullptr;
 }
@@ -370,12 +371,19 @@ int rope_append_kv_cache(const Frequencies& freqs, const KvCache& cache, const K
                         static_cast<double>(detail::kPrefetchMinBytes);
   const float k_inv = detail::exact_inverse(cache.k_scale);
   const float v_inv = detail::exact_inverse(cache.v_scale);
-  // bf16 into fp8: each scale's table (this thread's, kept across calls).
+  // bf16 and f16 into fp8: each scale's table (this thread's, kept across calls).
   const bool fp8 = cache.dtype == CacheDType::kFp8E4M3;
-  const detail::Bf16Fp8Map* k_fp8 =
-      fp8 && args.k.dtype == DType::kBF16 ? bf16_fp8_map(0, cache.k_scale) : nullptr;
-  const detail::Bf16Fp8Map* v_fp8 =
-      fp8 && args.v.dtype == DType::kBF16 ? bf16_fp8_map(1, cache.v_scale) : nullptr;
+  auto bf16_map = [&](const TensorView& x, int role, float scale) {
+    return fp8 && x.dtype == DType::kBF16 ? fp8_map(role, scale, detail::make_bf16_fp8_map)
+                                          : nullptr;
+  };
+  auto f16_map = [&](const TensorView& x, int role, float scale) {
+    return fp8 && x.dtype == DType::kF16 ? fp8_map(role, scale, detail::make_f16_fp8_map) : nullptr;
+  };
+  const detail::Bf16Fp8Map* k_fp8 = bf16_map(args.k, 0, cache.k_scale);
+  const detail::Bf16Fp8Map* v_fp8 = bf16_map(args.v, 1, cache.v_scale);
+  const detail::F16Fp8Map* k_f16_fp8 = f16_map(args.k, 0, cache.k_scale);
+  const detail::F16Fp8Map* v_f16_fp8 = f16_map(args.v, 1, cache.v_scale);
   auto body = [&](std::int64_t begin, std::int64_t end) {
     // c, s (n each), then the block's rows (2n per token) on the fly.
     constexpr std::int64_t kBlockTokens = 16;
@@ -434,6 +442,8 @@ int rope_append_kv_cache(const Frequencies& freqs, const KvCache& cache, const K
           .v_inv_scale = v_inv,
           .k_fp8_map = k_fp8,
           .v_fp8_map = v_fp8,
+          .k_f16_fp8_map = k_f16_fp8,
+          .v_f16_fp8_map = v_f16_fp8,
           .stream_cache = stream_cache,
           .prefetch = prefetch,
       };

@@ -10,7 +10,8 @@ import sys
 
 script, posenc = sys.argv[1], sys.argv[2]
 run = subprocess.run([sys.executable, script, "--posenc", posenc, "--repetitions", "1",
-                      "--threads", "1", "--filter", "decode1-llama3-8b/f16|llama2-7b-decode/f32"],
+                      "--threads", "1", "--filter",
+                      "decode1-llama3-8b/f16/cache:f16|llama2-7b-decode/f32"],
                      capture_output=True, text=True, timeout=300)
 assert run.returncode == 0, run.stderr
 out = run.stdout

@@ -82,9 +82,9 @@ TEST(BenchCli, FusedDecodeSmokeJson) {
   ASSERT_EQ(r.status, 0) << r.err;
   const nlohmann::json j = nlohmann::json::parse(r.out);
   ASSERT_TRUE(j.is_array());
-  // {decode1, decode64} x {llama2-7b, llama3-8b} x 5 (dtype, cache dtype and scale) x threads 1
-  // and 2.
-  ASSERT_EQ(j.size(), 40u);
+  // {decode1, decode64} x {llama2-7b, llama3-8b} x 7 (dtype, cache dtype and scale: fp8 from bf16
+  // and from f16) x threads 1 and 2.
+  ASSERT_EQ(j.size(), 56u);
   std::set<std::string> names, cache_dtypes;
   std::set<double> fp8_scales;
   for (const auto& rec : j) {

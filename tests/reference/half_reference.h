@@ -7,6 +7,7 @@
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 
 namespace posenc_ref {
 
@@ -17,10 +18,13 @@ inline std::uint16_t ToBf16(float f) {
 inline float FromBf16(std::uint16_t h) {
   return std::bit_cast<float>(static_cast<std::uint32_t>(h) << 16);
 }
+// Exponent field 31: an infinity (mantissa 0) or a NaN (any other mantissa), with the sign.
 inline float FromF16(std::uint16_t h) {
   const int e = (h >> 10) & 0x1F, m = h & 0x3FF;
-  const float mag =
-      e == 0 ? std::ldexp(static_cast<float>(m), -24) : std::ldexp(1.0f + m / 1024.0f, e - 15);
+  const float mag = e == 31  ? (m == 0 ? std::numeric_limits<float>::infinity()
+                                       : std::numeric_limits<float>::quiet_NaN())
+                    : e == 0 ? std::ldexp(static_cast<float>(m), -24)
+                             : std::ldexp(1.0f + m / 1024.0f, e - 15);
   return (h & 0x8000) ? -mag : mag;
 }
 // float16 by arithmetic in double: scaling by a power of two is exact, and nearbyint rounds

@@ -1,6 +1,6 @@
 // The cache conversions of rope_append_kv_cache on every SIMD target, value class by value class:
-// fp8 e4m3 against tests/reference/fp8_reference.h (both scale paths), bf16 rounding to nearest
-// even of arbitrary float32 bits.
+// fp8 e4m3 against tests/reference/fp8_reference.h (from float32 by both scale paths; from every
+// bf16 and f16 pattern), bf16 rounding to nearest even of arbitrary float32 bits.
 #include "posenc/rope/kv_cache.h"
 
 #include <algorithm>
@@ -14,6 +14,7 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -169,19 +170,37 @@ TEST(KvCache, Fp8E4M3ConversionMatchesReference) {
   EXPECT_EQ(posenc_ref::ToFp8E4M3(std::numeric_limits<float>::quiet_NaN()) & 0x7F, 0x7F);
 }
 
-// Every bf16 bit pattern as v into an fp8 cache, on every target: AVX-512 converts bf16 in 16-bit
-// lanes by the scale's table for scales in [2^-119, 2^127) (StoreBf16AsFp8, fp8-inl.h; the table's
-// derivation in kv_cache_kernel.h), and on AVX3_BF16 with AVX-512 VBMI 64 values at a time in byte
-// lanes where all 64 have a normal unsaturated code (Bf16RowsToFp8Vbmi); the lanes they do not
-// cover, the other scales and the other targets go through float32; all must give the reference's
-// e4m3(v / scale). Powers of two and calibrated scales (amax / 448 for amax 1 and 5.5, 0.0123,
-// 0.1, 3, 1/3, a mantissa of all ones, 1 + 2^-23), the table's range at both ends and just outside
-// it, and the identity. Rows of 48 (the 32-lane body and the float32 tail), of 160 (two blocks of
-// 64 and 32 after them) with plain stores and of 128 with streaming stores into 64-byte aligned
-// caches. Also as k without rotation (rotate = false converts k as v). The byte lanes run only
-// where the CPU has AVX-512 BF16 and VBMI (Zen 4 and later, Sapphire Rapids and later); elsewhere
-// the same rows test the 16-bit paths.
-TEST(KvCache, EveryBf16ToFp8MatchesReference) {
+// Every bit pattern of a 16-bit dtype as v and as k without rotation (rotate = false converts k
+// as v) into an fp8 cache, on every target, against the reference's e4m3(v / scale):
+// - bf16 (EveryBf16ToFp8MatchesReference): AVX-512 converts in 16-bit lanes by the scale's table
+//   for scales in [2^-119, 2^127) (StoreBf16AsFp8, fp8-inl.h; the table's derivation in
+//   kv_cache_kernel.h), and on AVX3_BF16 with AVX-512 VBMI 64 values at a time in byte lanes where
+//   all 64 have a normal unsaturated code (Bf16RowsToFp8Vbmi).
+// - f16 (EveryF16ToFp8MatchesReference): AVX-512 converts in 16-bit lanes by the scale's two tables
+//   (StoreF16AsFp8, F16Fp8Map) for normal scales below 2^127, and with AVX-512 VBMI 64 values at
+//   a time in byte lanes (F16RowsToFp8Vbmi) where all 64 are in the tables' range.
+// The lanes they do not cover, the other scales and the other targets go through float32.
+// Powers of two and calibrated scales (amax / 448 for amax 1 and 5.5, 0.0123, 0.1, 3, 1/3, a
+// mantissa of all ones, 1 + 2^-23), the tables' ranges at both ends and just outside them, scales
+// whose tables cover no f16 value (2^-119, 2^100), and the identity. Rows of 48 (the 32-lane body
+// and the float32 tail), of 160 (two blocks of 64 and 32 after them) with plain stores and of 128
+// with streaming stores into 64-byte aligned caches. The byte lanes run only on the AVX3_BF16
+// target where the CPU also has VBMI (Zen 4 and later, Sapphire Rapids and later); elsewhere the
+// same rows test the 16-bit paths.
+struct HalfFormat {
+  DType dtype;
+  float (*value)(std::uint16_t);  // the reference's exact value of a pattern
+  std::uint16_t one;              // 1.0: the normal lanes around the special ones
+  std::uint16_t infinity;
+  std::uint16_t specials[8];  // +-infinity, two NaNs, +-0, the smallest and largest subnormals
+  // How far above the first pattern whose code is normal the bottom edge is probed: the patterns
+  // within half a subnormal step below 2^-6 round to 0x08 as subnormals, where the tables' 3-bit
+  // rounding of a normal gives 0x07: up to 9 bf16 values, up to 64 f16 values (2^-11 of 2^-6 in
+  // steps of 2^-17).
+  int bottom_reach;
+};
+
+void CheckEveryHalfToFp8(const HalfFormat& format) {
   const float below_2_127 = std::nextafter(std::ldexp(1.0f, 127), 0.0f);
   const float scales[] = {1.0f,
                           0.25f,
@@ -195,6 +214,8 @@ TEST(KvCache, EveryBf16ToFp8MatchesReference) {
                           1.0f / 3,
                           std::nextafter(2.0f, 0.0f),
                           std::nextafter(1.0f, 2.0f),
+                          std::ldexp(1.0f, -20),
+                          std::ldexp(1.0f, 20),
                           std::ldexp(1.0f, -119),
                           std::ldexp(1.5f, -119),
                           std::nextafter(std::ldexp(1.0f, -119), 0.0f),
@@ -212,27 +233,28 @@ TEST(KvCache, EveryBf16ToFp8MatchesReference) {
   std::vector<Rows> configs = {{48, false, {}, {0, 17, 31, 40}},
                                {160, false, {}, {0, 17, 31, 40, 63, 64, 100, 127, 128, 159}},
                                {128, true, {}, {0, 17, 31, 40, 63, 64, 100, 127}}};
-  auto normal = [](std::int64_t i) {
-    return static_cast<std::uint16_t>((i % 2 ? 0xBF80 : 0x3F80) + 3 * (i % 48));
+  // 1 to about 2.5 (bf16; 1 to about 1.14 for f16), either sign.
+  auto normal = [&](std::int64_t i) {
+    return static_cast<std::uint16_t>((i % 2 ? 0x8000 : 0) + format.one + 3 * (i % 48));
   };
   for (Rows& rows : configs) {
     const std::int64_t d = rows.d;
     std::vector<std::uint16_t>& bits = rows.bits;
     bits.resize(65536);
     std::iota(bits.begin(), bits.end(), 0);
-    while (static_cast<std::int64_t>(bits.size()) % d) bits.push_back(0x3F80);
-    // Then rows of normal values (1 to about 2.5, either sign) with one special value at each lane
-    // in turn (rows of 48; in rows of 128, the lanes at both ends of each 32 and a few inside): the
-    // vector paths send a vector with an infinity, a NaN, a zero or a subnormal elsewhere than
-    // their all-normal fast paths take it (an infinity saturates there), and consecutive patterns
-    // never put an infinity among normal lanes.
+    while (static_cast<std::int64_t>(bits.size()) % d) bits.push_back(format.one);
+    // Then rows of normal values with one special value at each lane in turn (rows of 48; in rows
+    // of 128, the lanes at both ends of each 32 and a few inside): the vector paths send a vector
+    // with an infinity, a NaN, a zero or a subnormal elsewhere than their all-normal fast paths
+    // take it (an infinity saturates there), and consecutive patterns never put an infinity among
+    // normal lanes.
     std::vector<std::int64_t> special_lanes;
     for (std::int64_t lane = 0; lane < d; ++lane) {
       if (d == 48 || lane % 32 <= 1 || lane % 32 >= 30 || lane % 32 == 13) {
         special_lanes.push_back(lane);
       }
     }
-    for (std::uint16_t special : {0x7F80, 0xFF80, 0x7FC0, 0xFF81, 0x0000, 0x8000, 0x0001, 0x807F}) {
+    for (std::uint16_t special : format.specials) {
       for (const std::int64_t lane : special_lanes) {
         for (std::int64_t i = 0; i < d; ++i) bits.push_back(i == lane ? special : normal(i));
       }
@@ -241,18 +263,15 @@ TEST(KvCache, EveryBf16ToFp8MatchesReference) {
   std::vector<std::uint8_t> code(65536);  // the reference's code of every pattern at the scale
   for (const float scale : scales) {
     for (std::size_t p = 0; p < code.size(); ++p) {
-      code[p] = posenc_ref::ToFp8E4M3(posenc_ref::FromBf16(static_cast<std::uint16_t>(p)) / scale);
+      code[p] = posenc_ref::ToFp8E4M3(format.value(static_cast<std::uint16_t>(p)) / scale);
     }
     // And this scale's edges among normal lanes, each value alone in a row at a few lanes: the
-    // bf16 values on either side of the first one at or above 464 scale (E4M3's midpoint between
-    // 448 and the 480 it lacks, where rounding starts to saturate), and from just below the first
-    // one whose code is normal (0x08 or more; below it, subnormal codes) to 12 above it: a value
-    // within half a subnormal step below 2^-6 rounds to 0x08 as a subnormal while the rounding
-    // of a normal's 3 mantissa bits, which the 16-bit table and the byte lanes extend below
-    // 2^-6, would give 0x07 (up to 9 bf16 values above that first one).
+    // values on either side of the first one at or above 464 scale (E4M3's midpoint between 448
+    // and the 480 it lacks, where rounding starts to saturate), and from just below the first
+    // one whose code is normal (0x08 or more; below it, subnormal codes) to bottom_reach above it.
     std::uint16_t top = 0, bottom = 0;
-    while (top < 0x7F80 && posenc_ref::FromBf16(top) / scale < 464.0f) ++top;
-    while (bottom < 0x7F80 && code[bottom] < 8) ++bottom;
+    while (top < format.infinity && format.value(top) / scale < 464.0f) ++top;
+    while (bottom < format.infinity && code[bottom] < 8) ++bottom;
     for (const Rows& rows : configs) {
       const std::int64_t d = rows.d;
       // Streaming stores from 64 KiB of cache written (each call writes more).
@@ -260,9 +279,10 @@ TEST(KvCache, EveryBf16ToFp8MatchesReference) {
       if (rows.stream) threshold.emplace(std::int64_t{64} << 10);
       std::vector<std::uint16_t> all = rows.bits;
       for (const std::uint16_t edge : {top, bottom}) {
-        for (int off = -3; off <= (edge == bottom ? 12 : 3); ++off) {
+        for (int off = -3; off <= (edge == bottom ? format.bottom_reach : 3); ++off) {
           for (const std::int64_t lane : rows.edge_lanes) {
-            const auto at = static_cast<std::uint16_t>(std::clamp(edge + off, 0, 0x7F7F));
+            const auto at =
+                static_cast<std::uint16_t>(std::clamp(edge + off, 0, format.infinity - 1));
             for (std::int64_t i = 0; i < d; ++i) {
               all.push_back(i == lane ? static_cast<std::uint16_t>(at | (off % 2 ? 0x8000 : 0))
                                       : normal(i));
@@ -287,23 +307,42 @@ TEST(KvCache, EveryBf16ToFp8MatchesReference) {
         std::vector<std::int64_t> pos(static_cast<std::size_t>(tokens), 0), slots(pos.size());
         std::iota(slots.begin(), slots.end(), 0);
         posenc::KvAppendArgs a;
-        a.k = posenc::TensorView::contiguous(all.data(), DType::kBF16, tokens, 1, d);
+        a.k = posenc::TensorView::contiguous(all.data(), format.dtype, tokens, 1, d);
         a.v = a.k;
         a.rotate = false;
         a.positions = std::span<const std::int64_t>(pos);
         a.slot_mapping = slots;
         posenc::rope_append_kv_cache(f, cache, a);
+        const std::string_view name = posenc::dtype_name(format.dtype);
         for (std::size_t i = 0; i < all.size(); ++i) {
           ASSERT_EQ(static_cast<int>(vc[i]), static_cast<int>(code[all[i]]))
-              << target << " rows of " << d << (rows.stream ? " streamed" : "") << ": v bf16 0x"
-              << std::hex << all[i] << " / scale " << scale;
+              << target << " rows of " << d << (rows.stream ? " streamed" : "") << ": v " << name
+              << " 0x" << std::hex << all[i] << " / scale " << scale;
           ASSERT_EQ(static_cast<int>(kc[i]), static_cast<int>(code[all[i]]))
-              << target << " rows of " << d << (rows.stream ? " streamed" : "") << ": k bf16 0x"
-              << std::hex << all[i] << " / scale " << scale;
+              << target << " rows of " << d << (rows.stream ? " streamed" : "") << ": k " << name
+              << " 0x" << std::hex << all[i] << " / scale " << scale;
         }
       });
     }
   }
+}
+
+TEST(KvCache, EveryBf16ToFp8MatchesReference) {
+  CheckEveryHalfToFp8({DType::kBF16,
+                       posenc_ref::FromBf16,
+                       0x3F80,
+                       0x7F80,
+                       {0x7F80, 0xFF80, 0x7FC0, 0xFF81, 0x0000, 0x8000, 0x0001, 0x807F},
+                       12});
+}
+
+TEST(KvCache, EveryF16ToFp8MatchesReference) {
+  CheckEveryHalfToFp8({DType::kF16,
+                       posenc_ref::FromF16,
+                       0x3C00,
+                       0x7C00,
+                       {0x7C00, 0xFC00, 0x7E00, 0xFC01, 0x0000, 0x8000, 0x0001, 0x83FF},
+                       70});
 }
 
 // bf16 rounding of arbitrary float32 bits (the value path converts v as given), on every target

@@ -66,32 +66,35 @@ TEST(KvCache, FusedEqualsApplyThenCopyOnEveryTargetDtypeAndLayout) {
   });
 }
 
-// bf16 k into an fp8 cache, every dim rotated, heads packed: with the scale's table (AVX-512) the
-// kernel rotates a token's heads with apply_rope's kernel into k itself (k in place) or a buffer
-// of 8192 words, then rounds them (kv_cache-inl.h, AppendBf16KAsFp8ByToken); 72 heads of 128 are
-// more than that buffer and take the per-head path. A power of two, calibrated scales (3, 1/448)
-// and one outside the table's range (2^-120: the float path). k in place is compared too.
-TEST(KvCache, Bf16KeyIntoFp8WholeTokenInPlaceAndBeyondTheBuffer) {
+// bf16 and f16 k into an fp8 cache, every dim rotated, heads packed: with the scale's table
+// (AVX-512) the kernel rotates a token's heads with apply_rope's kernel into k itself (k in place)
+// or a buffer of 8192 words, then rounds them (kv_cache-inl.h, AppendHalfKAsFp8ByToken); 72 heads
+// of 128 are more than that buffer and take the per-head path. A power of two, calibrated scales
+// (3, 1/448) and one outside the tables' ranges (2^-120: the float path; for f16 a table that
+// covers no value). k in place is compared too.
+TEST(KvCache, HalfKeyIntoFp8WholeTokenInPlaceAndBeyondTheBuffer) {
   std::mt19937 rng(17);
   posenc_test::ForEachTarget([&](const std::string& target) {
-    for (KvCacheLayout layout : kLayouts) {
-      for (Layout rope : {Layout::kHalfSplit, Layout::kInterleaved}) {
-        for (bool in_place : {false, true}) {
-          for (std::int64_t kv_heads : {4, 72}) {
-            for (float scale : {0.0625f, 3.0f, 1.0f / 448, std::ldexp(1.0f, -120)}) {
-              Case c;
-              c.spec = posenc::testing::Spec(128, 128, 0, rope);
-              c.dtype = c.v_dtype = DType::kBF16;
-              c.cache_dtype = CacheDType::kFp8E4M3;
-              c.layout = layout;
-              c.tokens = 3;
-              c.q_heads = kv_heads;
-              c.kv_heads = kv_heads;
-              c.k_in_place = in_place;
-              c.k_scale = c.v_scale = scale;
-              CheckCase(c, rng,
-                        target + " " + Name(c) + " heads " + std::to_string(kv_heads) +
-                            (in_place ? " k in place" : ""));
+    for (DType dtype : {DType::kBF16, DType::kF16}) {
+      for (KvCacheLayout layout : kLayouts) {
+        for (Layout rope : {Layout::kHalfSplit, Layout::kInterleaved}) {
+          for (bool in_place : {false, true}) {
+            for (std::int64_t kv_heads : {4, 72}) {
+              for (float scale : {0.0625f, 3.0f, 1.0f / 448, std::ldexp(1.0f, -120)}) {
+                Case c;
+                c.spec = posenc::testing::Spec(128, 128, 0, rope);
+                c.dtype = c.v_dtype = dtype;
+                c.cache_dtype = CacheDType::kFp8E4M3;
+                c.layout = layout;
+                c.tokens = 3;
+                c.q_heads = kv_heads;
+                c.kv_heads = kv_heads;
+                c.k_in_place = in_place;
+                c.k_scale = c.v_scale = scale;
+                CheckCase(c, rng,
+                          target + " " + Name(c) + " heads " + std::to_string(kv_heads) +
+                              (in_place ? " k in place" : ""));
+              }
             }
           }
         }
@@ -137,15 +140,15 @@ TEST(KvCache, Bf16KeyIntoBf16CacheByTokenInPlaceAndPacked) {
 }
 
 // Partial rotary: dims 6..21 of 40 (rows shorter than the kernels' two-vector bodies) and dims
-// 4..67 of 72 (32 pairs: the two-vector bodies run, on AVX-512 bf16 k into an fp8 cache with a
-// power-of-two scale through StoreBf16AsFp8, k in place too).
+// 4..67 of 72 (32 pairs: the two-vector bodies run, on AVX-512 bf16 and f16 k into an fp8 cache
+// through StoreBf16AsFp8 and StoreF16AsFp8, k in place too).
 TEST(KvCache, PartialRotaryPackedQkvStridedCacheAndInPlaceKey) {
   std::mt19937 rng(11);
   struct Dims {
     std::int64_t head_dim, rotary_dim, offset;
   };
   posenc_test::ForEachTarget([&](const std::string&) {
-    for (DType dtype : {DType::kF32, DType::kBF16}) {
+    for (DType dtype : {DType::kF32, DType::kF16, DType::kBF16}) {
       for (CacheDType cache : kCacheDTypes) {
         for (KvCacheLayout layout : kLayouts) {
           for (Layout rope : {Layout::kHalfSplit, Layout::kInterleaved}) {
@@ -310,11 +313,12 @@ TEST(KvCache, LargeAppendsWithStreamingStoresGiveTheSameBits) {
 // at every alignment (rows on a vector boundary are streamed from the registers, the others
 // staged; a half-split row of an odd number of vectors always staged), on every target. Also bf16
 // into fp8 with a power-of-two and a calibrated scale, whose whole rows on a 32-byte boundary are
-// streamed from the registers too (StreamBf16AsFp8Row; on AVX3_BF16 with AVX-512 VBMI a token's
-// rows at once, 64 values at a time in byte lanes: StreamBf16AsFp8Rows), also into HND pages (a
+// streamed from the registers too (StreamHalfAsFp8Row; on AVX3_BF16 with AVX-512 VBMI a token's
+// rows at once, 64 values at a time in byte lanes: StreamHalfAsFp8Rows), also into HND pages (a
 // page between a token's rows) from a v whose heads are apart, with scales that keep these
-// normal(0, 1) values off saturation so that most blocks of 64 take the byte lanes. (The
-// streaming test above uses partial rotary, which takes the per-head path.)
+// normal(0, 1) values off saturation so that most blocks of 64 take the byte lanes; and f16 into
+// fp8 the same ways (StreamHalfAsFp8Row, StoreF16AsFp8's tables). (The streaming test above uses
+// partial rotary, which takes the per-head path.)
 TEST(KvCache, RowsInRegistersWithStreamingStoresGiveTheSameBits) {
   const StreamThreshold threshold;
   std::mt19937 rng(37);
@@ -343,7 +347,11 @@ TEST(KvCache, RowsInRegistersWithStreamingStoresGiveTheSameBits) {
                         {DType::kBF16, CacheDType::kFp8E4M3, 128, Layout::kHalfSplit, 1.0f / 64,
                          1.0f / 64, KvCacheLayout::kHnd, 64},
                         {DType::kBF16, CacheDType::kFp8E4M3, 128, Layout::kHalfSplit, 5.5f / 448,
-                         5.5f / 448, KvCacheLayout::kHnd, 0}};
+                         5.5f / 448, KvCacheLayout::kHnd, 0},
+                        {DType::kF16, CacheDType::kFp8E4M3, 128},
+                        {DType::kF16, CacheDType::kFp8E4M3, 64, Layout::kInterleaved, 1.0f / 448},
+                        {DType::kF16, CacheDType::kFp8E4M3, 128, Layout::kHalfSplit, 1.0f / 64,
+                         5.5f / 448, KvCacheLayout::kHnd, 64}};
   posenc_test::ForEachTarget([&](const std::string& target) {
     for (const Kind& kind : kinds) {
       for (bool in_place : {false, true}) {

@@ -4,11 +4,12 @@
 // NEON, SVE on Arm; SCALAR everywhere) and dispatched at run time to the best one this CPU
 // supports. AVX3_BF16 is AVX3 plus AVX-512 BF16's float32 -> bf16 conversion instruction for the
 // bf16 rotation (Highway 1.0.3 has no target for it), and where the CPU also has AVX-512 VBMI its
-// byte permutes for bf16 into fp8 caches; it is listed, chosen and forced like the others, and
-// forcing AVX3 runs AVX3 without either. Every target gives the same bits (FMA targets
-// among themselves; SSE4, SSSE3 and SCALAR round the two products of a pair apart). Set the environment variable POSENC_SIMD_TARGET to a target name (e.g. AVX2) before the
-// first kernel call, or call force_simd_target(), to run a specific one (tests, benchmarks). Either
-// applies to every posenc kernel: the RoPE kernels and the Llama forward's (matmul, attention).
+// byte permutes for bf16 and f16 into fp8 caches; it is listed, chosen and forced like the others,
+// and forcing AVX3 runs AVX3 without either. Every target gives the same bits (FMA targets among
+// themselves; SSE4, SSSE3 and SCALAR round the two products of a pair apart). Set the environment
+// variable POSENC_SIMD_TARGET to a target name (e.g. AVX2) before the first kernel call, or call
+// force_simd_target(), to run a specific one (tests, benchmarks). Either applies to every posenc
+// kernel: the RoPE kernels and the Llama forward's (matmul, attention).
 //
 // Thread safety: the forced target is process-global state (Highway's target mask). Forcing
 // changes what every posenc kernel dispatches to in every thread; call force_simd_target only

@@ -19,6 +19,7 @@
 #include <type_traits>
 
 #include "rope/kernels/avx512_bf16.h"
+#include "rope/kernels/half-inl.h"
 #include "rope/kernels/half.h"
 #include "rope/kernels/kv_cache_kernel.h"
 #include "rope/kernels/rotate.h"
@@ -66,6 +67,30 @@ inline HWY_NOINLINE void Bf16ToFp8ByFloat(const std::uint16_t* words, float scal
   for (std::size_t i = 0; i < 32; i += lanes) {
     const auto v =
         hn::BitCast(d, hn::ShiftLeft<16>(hn::PromoteTo(du32, hn::LoadU(du16, words + i))));
+    StoreFp8(d, inv != 0.0f ? hn::Mul(v, hn::Set(d, inv)) : hn::Div(v, hn::Set(d, scale)), out + i);
+  }
+}
+
+// `count` floats (a multiple of 16) -> E4M3 bytes by StoreCache's operations: make_f16_fp8_map's
+// codes at its anchor.
+inline HWY_NOINLINE void FloatsToFp8ByFloat(const float* v, std::int64_t count, float scale,
+                                            float inv, std::uint8_t* out) {
+  const hn::CappedTag<float, 16> d;
+  const auto lanes = static_cast<std::int64_t>(hn::Lanes(d));
+  for (std::int64_t i = 0; i < count; i += lanes) {
+    const auto x = hn::LoadU(d, v + i);
+    StoreFp8(d, inv != 0.0f ? hn::Mul(x, hn::Set(d, inv)) : hn::Div(x, hn::Set(d, scale)), out + i);
+  }
+}
+
+// 32 f16 words -> 32 E4M3 bytes by the float path: each word widened to float32 (exact, half-inl.h's
+// LoadF32), then StoreCache's operations.
+inline HWY_NOINLINE void F16ToFp8ByFloat(const std::uint16_t* words, float scale, float inv,
+                                         std::uint8_t* out) {
+  const hn::CappedTag<float, 16> d;
+  const auto lanes = hn::Lanes(d);
+  for (std::size_t i = 0; i < 32; i += lanes) {
+    const auto v = LoadF32(F16Tag(), d, words + i);
     StoreFp8(d, inv != 0.0f ? hn::Mul(v, hn::Set(d, inv)) : hn::Div(v, hn::Set(d, scale)), out + i);
   }
 }
@@ -388,6 +413,151 @@ HWY_NOINLINE POSENC_FP8_VBMI_ATTR void Bf16RowsToFp8Vbmi(const std::uint16_t* in
   }
 }
 
+// f16 into an fp8 cache on AVX-512 by the scale's F16Fp8Map (kv_cache_kernel.h derives it), 32
+// values at a time in 16-bit lanes, for any scale that has one (powers of two too): the code of a
+// magnitude a in [lo, hi] is t = 8 E + base[j] + (r >= step[j]), E = a >> 10, j = (a >> 4) & 63,
+// r = a & 15, with two two-table word permutes (VPERMT2W, indexed by a >> 4, whose bits 0-5 are j)
+// and a compare; the sign goes on top as for bf16. About 16 operations per 32 values; a vector
+// with a lane outside [lo, hi] (zeros, f16 subnormals, E4M3 subnormal results, saturation,
+// infinities, NaN) goes through the float path (F16ToFp8ByFloat), whose division or
+// multiplication and StoreFp8 take about twice as long.
+struct F16Fp8Tables {
+  explicit F16Fp8Tables(const CacheScale& cs) : scale(cs.scale), inv(cs.inv) {
+    base0 = _mm512_load_si512(cs.f16->base);
+    base1 = _mm512_load_si512(cs.f16->base + 32);
+    step0 = _mm512_load_si512(cs.f16->step);
+    step1 = _mm512_load_si512(cs.f16->step + 32);
+    twice_lo = _mm512_set1_epi16(static_cast<std::int16_t>(2 * cs.f16->lo));
+    twice_range = _mm512_set1_epi16(static_cast<std::int16_t>(2 * (cs.f16->hi - cs.f16->lo)));
+    // Opaque to the optimiser, as Bf16Fp8Tables' constants, so that they stay in registers.
+    asm(""
+        : "+v"(base0), "+v"(base1), "+v"(step0), "+v"(step1), "+v"(twice_lo), "+v"(twice_range),
+          "+v"(exponent8), "+v"(low4), "+v"(one), "+v"(sign_byte));
+  }
+  __m512i base0, base1, step0, step1, twice_lo, twice_range;
+  __m512i exponent8 = _mm512_set1_epi16(0xF8);
+  __m512i low4 = _mm512_set1_epi16(0xF);
+  __m512i one = _mm512_set1_epi16(1);
+  __m512i sign_byte = _mm512_set1_epi16(0x80);
+  float scale, inv;
+};
+
+// 32 f16 words (one AVX-512 vector) -> 32 E4M3 bytes at p, the same bits as the float path; with
+// kStream a streaming store, p aligned to 32 bytes.
+template <bool kStream = false>
+HWY_INLINE void StoreF16AsFp8(hn::Vec<hn::ScalableTag<std::uint16_t>> x, const F16Fp8Tables& tab,
+                              std::uint8_t* p) {
+  const hn::ScalableTag<std::uint16_t> du;
+  const hn::Rebind<std::uint8_t, decltype(du)> d8;
+  const __m512i xi = x.raw;
+  // 2 a = x << 1 (the sign shifted out) in [2 lo, 2 hi]: 2 a - 2 lo, wrapped, at most 2 (hi - lo).
+  const __mmask32 covered = _mm512_cmple_epu16_mask(
+      _mm512_sub_epi16(_mm512_slli_epi16(xi, 1), tab.twice_lo), tab.twice_range);
+  hn::Vec<decltype(d8)> bytes;
+  if (HWY_LIKELY(covered == 0xFFFFFFFFu)) {
+    const __m512i j = _mm512_srli_epi16(xi, 4);  // bits 0-5: m >> 4 (the permutes read those)
+    const __m512i base = _mm512_permutex2var_epi16(tab.base0, j, tab.base1);
+    const __m512i step = _mm512_permutex2var_epi16(tab.step0, j, tab.step1);
+    // 8 E: (x >> 7) & 0xF8 (the sign bit lands in bit 8, outside the mask).
+    const __m512i t =
+        _mm512_add_epi16(_mm512_and_si512(_mm512_srli_epi16(xi, 7), tab.exponent8), base);
+    const __mmask32 up = _mm512_cmpge_epu16_mask(_mm512_and_si512(xi, tab.low4), step);
+    const hn::Vec<decltype(du)> code{_mm512_mask_add_epi16(t, up, t, tab.one)};
+    // The sign, bit 15 of x, into bit 7 of the byte by a bitwise select (VPTERNLOG): the code is
+    // at most 0x7E.
+    bytes = LowBytes(
+        hn::IfVecThenElse(hn::Vec<decltype(du)>{tab.sign_byte}, hn::ShiftRight<8>(x), code));
+  } else {
+    alignas(64) std::uint16_t words[32];
+    alignas(32) std::uint8_t out[32];
+    hn::Store(x, du, words);
+    F16ToFp8ByFloat(words, tab.scale, tab.inv, out);
+    bytes = hn::Load(d8, out);
+  }
+  if constexpr (kStream) {
+    hn::Stream(bytes, d8, p);
+  } else {
+    hn::StoreU(bytes, d8, p);
+  }
+}
+
+// Rows of f16 words into E4M3 bytes by the scale's F16Fp8Map in byte lanes, 64 values at a time,
+// as Bf16RowsToFp8Vbmi does for bf16 (the same arguments). Where every lane of the 64 has its
+// magnitude in [map.lo, map.hi]:
+//   byte k of (x >> 7), bits 7-14 of word k, is 8 E + (j >> 3) (j = m >> 4); byte k of (x >> 4)
+//   has j in bits 0-5 and E's low bit in bit 6, and indexes map.bytes (base[j] - (j >> 3)) and
+//   map.steps (step[j]), two two-table byte permutes; with r = x & 15, from the low byte, the code
+//   is 8 E + (j >> 3) + bytes + (r >= steps), t itself, which is in [8, 0x7E] (the sums wrap mod
+//   256 on the way); the sign goes on top from the high byte, as for bf16.
+// Four byte permutes gather the bytes: about 20 operations per 64 values, checks included and
+// loads and stores aside, against about 32 for two vectors of StoreF16AsFp8. Other blocks go
+// through StoreF16AsFp8, 32 at a time, with the same bits.
+template <bool kStream>
+HWY_NOINLINE POSENC_FP8_VBMI_ATTR void F16RowsToFp8Vbmi(const std::uint16_t* in,
+                                                        std::int64_t in_stride, std::uint8_t* out,
+                                                        std::int64_t out_stride, std::int64_t rows,
+                                                        std::int64_t len, const F16Fp8Map& map,
+                                                        const F16Fp8Tables& tab, bool prefetch) {
+  __m512i low_index = _mm512_load_si512(kLowBytes);
+  __m512i high_index = _mm512_load_si512(kHighBytes);
+  __m512i bytes0 = _mm512_load_si512(map.bytes);
+  __m512i bytes1 = _mm512_load_si512(map.bytes + 64);
+  __m512i steps0 = _mm512_load_si512(map.steps);
+  __m512i steps1 = _mm512_load_si512(map.steps + 64);
+  __m512i twice_lo = _mm512_set1_epi16(static_cast<std::int16_t>(2 * map.lo));
+  __m512i twice_range = _mm512_set1_epi16(static_cast<std::int16_t>(2 * (map.hi - map.lo)));
+  __m512i low4 = _mm512_set1_epi8(0x0F);
+  __m512i one = _mm512_set1_epi8(1);
+  __m512i sign_bit = _mm512_set1_epi8(static_cast<char>(0x80));
+  // Opaque, as in Bf16Fp8Tables: kept in registers, not re-made inside the loop.
+  asm(""
+      : "+v"(low_index), "+v"(high_index), "+v"(bytes0), "+v"(bytes1), "+v"(steps0), "+v"(steps1),
+        "+v"(twice_lo), "+v"(twice_range), "+v"(low4), "+v"(one), "+v"(sign_bit));
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const std::uint16_t* x = in + r * in_stride;
+    std::uint8_t* y = out + r * out_stride;
+    if (prefetch) prefetch_ahead(x, len);
+    for (std::int64_t i = 0; i < len; i += 64) {
+      const __m512i x0 = _mm512_loadu_si512(x + i);
+      const __m512i x1 = _mm512_loadu_si512(x + i + 32);
+      const __mmask32 in0 = _mm512_cmple_epu16_mask(
+          _mm512_sub_epi16(_mm512_slli_epi16(x0, 1), twice_lo), twice_range);
+      const __mmask32 in1 = _mm512_cmple_epu16_mask(
+          _mm512_sub_epi16(_mm512_slli_epi16(x1, 1), twice_lo), twice_range);
+      if (HWY_UNLIKELY((in0 & in1) != 0xFFFFFFFFu)) {
+        StoreF16AsFp8<kStream>(hn::Vec<hn::ScalableTag<std::uint16_t>>{x0}, tab, y + i);
+        StoreF16AsFp8<kStream>(hn::Vec<hn::ScalableTag<std::uint16_t>>{x1}, tab, y + i + 32);
+        continue;
+      }
+      const __m512i bits7_14 =
+          _mm512_permutex2var_epi8(_mm512_srli_epi16(x0, 7), low_index, _mm512_srli_epi16(x1, 7));
+      const __m512i bits4_11 =
+          _mm512_permutex2var_epi8(_mm512_srli_epi16(x0, 4), low_index, _mm512_srli_epi16(x1, 4));
+      const __m512i low = _mm512_permutex2var_epi8(x0, low_index, x1);
+      const __m512i high = _mm512_permutex2var_epi8(x0, high_index, x1);
+      const __m512i t =
+          _mm512_add_epi8(bits7_14, _mm512_permutex2var_epi8(bytes0, bits4_11, bytes1));
+      const __mmask64 up = _mm512_cmpge_epu8_mask(
+          _mm512_and_si512(low, low4), _mm512_permutex2var_epi8(steps0, bits4_11, steps1));
+      const __m512i code = _mm512_mask_add_epi8(t, up, t, one);
+      // sign_bit ? high : code.
+      const __m512i bytes = _mm512_ternarylogic_epi32(sign_bit, high, code, 0xCA);
+      if constexpr (kStream) {
+        _mm256_stream_si256(reinterpret_cast<__m256i*>(y + i), _mm512_castsi512_si256(bytes));
+        _mm256_stream_si256(reinterpret_cast<__m256i*>(y + i + 32),
+                            _mm512_extracti64x4_epi64(bytes, 1));
+      } else {
+        _mm512_storeu_si512(y + i, bytes);
+      }
+    }
+  }
+}
+
+// Whether F16RowsToFp8Vbmi serves this scale now: AVX-512 VBMI on, and a table with lanes inside.
+inline bool F16Fp8ByBytes(const CacheScale& cs) {
+  return cs.f16 != nullptr && cs.f16->lo <= cs.f16->hi && avx512_vbmi_enabled();
+}
+
 // Whether Bf16RowsToFp8Vbmi serves this scale now: AVX-512 VBMI on, and a table with lanes inside
 // (so StoresBf16AsFp8 holds too, and Bf16Fp8Tables can be made for its fallback).
 inline bool Bf16Fp8ByBytes(const CacheScale& cs) {
@@ -407,10 +577,31 @@ HWY_INLINE bool StoresBf16AsFp8([[maybe_unused]] const CacheScale& scale) {
   return false;
 }
 
+// Whether values of KTag go into a cache of CTag through StoreF16AsFp8: f16 into fp8 on AVX-512,
+// for a scale the call has a table of (TokenKv::k_f16_fp8_map, v_f16_fp8_map) with lanes inside.
+template <class KTag, class CTag>
+HWY_INLINE bool StoresF16AsFp8([[maybe_unused]] const CacheScale& scale) {
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
+  if constexpr (std::is_same_v<KTag, F16Tag> && std::is_same_v<CTag, Fp8Tag>) {
+    return scale.f16 != nullptr && scale.f16->lo <= scale.f16->hi;
+  }
+#endif
+  return false;
+}
+
+// Whether StoresBf16AsFp8 or StoresF16AsFp8 holds: the 16-bit input is stored by its table.
+template <class KTag, class CTag>
+HWY_INLINE bool StoresHalfAsFp8(const CacheScale& scale) {
+  return StoresBf16AsFp8<KTag, CTag>(scale) || StoresF16AsFp8<KTag, CTag>(scale);
+}
+
 #if !(HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3)
-// fp8-inl.h's, on AVX-512 only; here never made (StoresBf16AsFp8 is false).
+// fp8-inl.h's, on AVX-512 only; here never made (StoresBf16AsFp8 and StoresF16AsFp8 are false).
 struct Bf16Fp8Tables {
   explicit Bf16Fp8Tables(const CacheScale&) {}
+};
+struct F16Fp8Tables {
+  explicit F16Fp8Tables(const CacheScale&) {}
 };
 #endif
 

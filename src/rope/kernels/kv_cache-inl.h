@@ -45,6 +45,14 @@ namespace posenc::detail {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
+// k's and v's fp8 scales as the stores take them (the others ignore them).
+HWY_INLINE CacheScale KeyScale(const TokenKv& t) {
+  return {t.k_scale, t.k_inv_scale, t.k_fp8_map, t.k_f16_fp8_map};
+}
+HWY_INLINE CacheScale ValueScale(const TokenKv& t) {
+  return {t.v_scale, t.v_inv_scale, t.v_fp8_map, t.v_f16_fp8_map};
+}
+
 template <class Tag, class D>
 HWY_INLINE void StoreCache(Tag tag, D d, hn::Vec<D> v, typename Tag::Storage* p, CacheScale) {
   StoreF32(tag, d, v, p);
@@ -142,6 +150,18 @@ HWY_NOINLINE void ConvertCopy(InTag itag, CTag ctag, const typename InTag::Stora
       });
     }
   }
+  if constexpr (std::is_same_v<InTag, F16Tag> && std::is_same_v<CTag, Fp8Tag>) {
+    if (StoresF16AsFp8<InTag, CTag>(scale)) {
+      const F16Fp8Tables tab(scale);
+      if (count >= 64 && F16Fp8ByBytes(scale)) {
+        i = count / 64 * 64;
+        F16RowsToFp8Vbmi<false>(in, 0, out, 0, 1, i, *scale.f16, tab, false);
+      }
+      const hn::ScalableTag<std::uint16_t> du;
+      const auto lanes = static_cast<std::int64_t>(hn::Lanes(du));
+      for (; i + lanes <= count; i += lanes) StoreF16AsFp8(hn::LoadU(du, in + i), tab, out + i);
+    }
+  }
 #endif
 #if POSENC_FULL_VECTORS
   const hn::ScalableTag<float> d;
@@ -160,20 +180,27 @@ HWY_NOINLINE void ConvertCopy(InTag itag, CTag ctag, const typename InTag::Stora
   for (; i < count; ++i) StoreCache(ctag, d1, LoadF32(itag, d1, in + i), out + i, scale);
 }
 
-// EmitK2, or with Bf16Fp8Tables (tab: bf16 k into fp8 on AVX-512; else null) the two vectors'
-// bf16 words (what apply_rope stores, also to `back`) converted to E4M3 in 16-bit lanes.
+// EmitK2, or with Bf16Fp8Tables or F16Fp8Tables (tab, f16_tab: bf16 or f16 k into fp8 on
+// AVX-512; else null) the two vectors' words (what apply_rope stores, also to `back`) converted to
+// E4M3 in 16-bit lanes.
 template <class KTag, class CTag, class D>
 HWY_INLINE void EmitK2Mapped(KTag ktag, CTag ctag, D d, hn::Vec<D> y0, hn::Vec<D> y1,
                              typename KTag::Storage* back, typename CTag::Storage* cache,
-                             CacheScale scale, [[maybe_unused]] const Bf16Fp8Tables* tab) {
+                             CacheScale scale, [[maybe_unused]] const Bf16Fp8Tables* tab,
+                             [[maybe_unused]] const F16Fp8Tables* f16_tab) {
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
-  if constexpr (std::is_same_v<KTag, BF16Tag> && std::is_same_v<CTag, Fp8Tag> &&
+  if constexpr (!std::is_same_v<KTag, F32Tag> && std::is_same_v<CTag, Fp8Tag> &&
                 hn::MaxLanes(D()) * 2 == hn::MaxLanes(hn::ScalableTag<std::uint16_t>())) {
-    if (tab) {
+    if (tab || f16_tab) {
       alignas(64) std::uint16_t words[2 * hn::MaxLanes(D())];
       std::uint16_t* w = back ? back : words;
       StoreResultsF32x2(ktag, d, y0, y1, w);
-      StoreBf16AsFp8(hn::LoadU(hn::ScalableTag<std::uint16_t>(), w), *tab, cache);
+      const auto x = hn::LoadU(hn::ScalableTag<std::uint16_t>(), w);
+      if constexpr (std::is_same_v<KTag, BF16Tag>) {
+        StoreBf16AsFp8(x, *tab, cache);
+      } else {
+        StoreF16AsFp8(x, *f16_tab, cache);
+      }
       return;
     }
   }
@@ -189,11 +216,14 @@ HWY_NOINLINE void RotateKHead(KTag ktag, CTag ctag, const typename KTag::Storage
                               typename KTag::Storage* back, typename CTag::Storage* out,
                               const TokenKv& t) {
   const std::int64_t n = t.pairs;
-  const CacheScale scale{t.k_scale, t.k_inv_scale, t.k_fp8_map};
+  const CacheScale scale = KeyScale(t);
   // The table in registers for the whole head, where there is one.
   std::optional<Bf16Fp8Tables> tables;
   if (StoresBf16AsFp8<KTag, CTag>(scale)) tables.emplace(scale);
   [[maybe_unused]] const Bf16Fp8Tables* tab = tables ? &*tables : nullptr;
+  std::optional<F16Fp8Tables> f16_tables;
+  if (StoresF16AsFp8<KTag, CTag>(scale)) f16_tables.emplace(scale);
+  [[maybe_unused]] const F16Fp8Tables* f16_tab = f16_tables ? &*f16_tables : nullptr;
   auto at = [&](std::int64_t j) { return back ? back + j : nullptr; };
   if (t.layout == Layout::kHalfSplit) {
     std::int64_t i = 0;
@@ -213,8 +243,8 @@ HWY_NOINLINE void RotateKHead(KTag ktag, CTag ctag, const typename KTag::Storage
                     hn::LoadU(d, t.c + i), hn::LoadU(d, t.s + i), ya0, yb0);
       HalfSplitMath(d, LoadF32(ktag, d, in + i + lanes), LoadF32(ktag, d, in + i + n + lanes),
                     hn::LoadU(d, t.c + i + lanes), hn::LoadU(d, t.s + i + lanes), ya1, yb1);
-      EmitK2Mapped(ktag, ctag, d, ya0, ya1, at(i), out + i, scale, tab);
-      EmitK2Mapped(ktag, ctag, d, yb0, yb1, at(i + n), out + i + n, scale, tab);
+      EmitK2Mapped(ktag, ctag, d, ya0, ya1, at(i), out + i, scale, tab, f16_tab);
+      EmitK2Mapped(ktag, ctag, d, yb0, yb1, at(i + n), out + i + n, scale, tab, f16_tab);
     }
     for (; i + lanes <= n; i += lanes) body(d, i);
     NarrowerVectors(i, n, body);
@@ -235,7 +265,7 @@ HWY_NOINLINE void RotateKHead(KTag ktag, CTag ctag, const typename KTag::Storage
         InterleavedMath(d, x0, hn::Shuffle2301(x0), hn::LoadU(d, t.c + j), hn::LoadU(d, t.s + j));
     const auto y1 = InterleavedMath(d, x1, hn::Shuffle2301(x1), hn::LoadU(d, t.c + j + lanes),
                                     hn::LoadU(d, t.s + j + lanes));
-    EmitK2Mapped(ktag, ctag, d, y0, y1, at(j), out + j, scale, tab);
+    EmitK2Mapped(ktag, ctag, d, y0, y1, at(j), out + j, scale, tab, f16_tab);
   }
   auto interleaved = [&](auto dd, std::int64_t j0) {
     const auto x = LoadF32(ktag, dd, in + j0);
@@ -387,14 +417,14 @@ HWY_INLINE bool AppendKFixed(Tag tag, const TokenKv& t) {
 #endif
 
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
-// A token's bf16 keys, heads packed (k_head_stride == head_dim) and every dim rotated, rotated by
-// rotate_token_heads, apply_rope's own kernel (AVX-512 BF16's rounding and rows in registers
-// where it has them), into `out` (k itself, a buffer, or a cache cell of packed heads).
-HWY_INLINE void RotatePackedBf16Keys(const TokenKv& t, void* out) {
+// A token's bf16 or f16 keys, heads packed (k_head_stride == head_dim) and every dim rotated,
+// rotated by rotate_token_heads, apply_rope's own kernel (AVX-512 BF16's rounding and rows in
+// registers where it has them), into `out` (k itself, a buffer, or a cache cell of packed heads).
+HWY_INLINE void RotatePackedKeys(const TokenKv& t, void* out) {
   TokenHeads th;
   th.in = t.k;
   th.out = out;
-  th.dtype = DType::kBF16;
+  th.dtype = t.k_dtype;
   th.heads = t.heads;
   th.head_stride = t.head_dim;
   th.head_dim = t.head_dim;
@@ -408,40 +438,42 @@ HWY_INLINE void RotatePackedBf16Keys(const TokenKv& t, void* out) {
   rotate_token_heads(th);
 }
 
-// bf16 k into an fp8 cache by the scale's table (StoreBf16AsFp8), every dim rotated, heads
-// packed: the token's heads rotated by rotate_token_heads, apply_rope's own kernel (AVX-512 BF16's
-// rounding and rows in registers where it has them), into k itself when it is rotated in place
+// bf16 or f16 k into an fp8 cache by the scale's table (StoreBf16AsFp8, StoreF16AsFp8), every dim
+// rotated, heads packed: the token's heads rotated by rotate_token_heads, apply_rope's own kernel
+// (rows in registers; for bf16 AVX-512 BF16's rounding), into k itself when it is rotated in place
 // or else a buffer on the stack, then each head's words rounded to E4M3 by ConvertCopy, all in
 // L1. Rotating and rounding in one loop (RotateKHead) needs more than the 32 vector registers:
 // GCC re-broadcast StoreBf16AsFp8's constants on every iteration, and a 64-token decode of Llama 2
-// 7B took about 1.25 times rotate-then-copy (Zen 5). The same bits: the words are apply_rope's,
-// and ConvertCopy rounds them as EmitK2Mapped does. (A bf16 cache the same way was no faster
-// than AppendKRowInRegisters at prefill, three alternations: Llama 2 7B 5.88-5.93 against
-// 5.66-5.88 ms, Llama 3 8B 1.92-2.02 against 2.09-2.20 ms; left as it is.) False, nothing done,
-// where it does not apply.
-HWY_INLINE bool AppendBf16KAsFp8ByToken(const TokenKv& t) {
+// 7B took about 1.25 times rotate-then-copy (Zen 5); f16 keys took RotateKHead's float32 path
+// until session 27, about 3 times bf16's time (docs/benchmarks.md). The same bits: the words are
+// apply_rope's, and ConvertCopy rounds them as EmitK2Mapped does. (A bf16 cache the same way was
+// no faster than AppendKRowInRegisters at prefill, three alternations: Llama 2 7B 5.88-5.93
+// against 5.66-5.88 ms, Llama 3 8B 1.92-2.02 against 2.09-2.20 ms; left as it is.) False, nothing
+// done, where it does not apply.
+template <class KTag>
+HWY_INLINE bool AppendHalfKAsFp8ByToken(KTag ktag, const TokenKv& t) {
   constexpr std::int64_t kMaxWords = 8192;  // 16 KiB: Llama 2 7B's 32 heads of 128 take half
-  const CacheScale ks{t.k_scale, t.k_inv_scale, t.k_fp8_map};
-  if (!StoresBf16AsFp8<BF16Tag, Fp8Tag>(ks) || t.pairs == 0 || t.offset != 0 ||
+  const CacheScale ks = KeyScale(t);
+  if (!StoresHalfAsFp8<KTag, Fp8Tag>(ks) || t.pairs == 0 || t.offset != 0 ||
       2 * t.pairs != t.head_dim || t.k_head_stride != t.head_dim ||
       t.heads * t.head_dim > kMaxWords) {
     return false;
   }
   alignas(64) std::uint16_t words[kMaxWords];
   void* rotated_to = t.k_back ? t.k_back : words;
-  RotatePackedBf16Keys(t, rotated_to);
+  RotatePackedKeys(t, rotated_to);
   const auto* rotated = static_cast<const std::uint16_t*>(rotated_to);
   auto* out = static_cast<std::uint8_t*>(t.k_cache);
   if (!t.stream_cache && t.cache_head_stride == t.head_dim) {  // one cell of packed heads
-    ConvertCopy(BF16Tag(), Fp8Tag(), rotated, out, t.heads * t.head_dim, ks);
+    ConvertCopy(ktag, Fp8Tag(), rotated, out, t.heads * t.head_dim, ks);
     return true;
   }
-  if (StreamBf16AsFp8Rows<BF16Tag, Fp8Tag>(t, rotated, t.head_dim, out, ks, false)) return true;
+  if (StreamHalfAsFp8Rows<KTag, Fp8Tag>(t, rotated, t.head_dim, out, ks, false)) return true;
   for (std::int64_t h = 0; h < t.heads; ++h) {
     std::uint8_t* cache_row = out + h * t.cache_head_stride;
-    if (StreamBf16AsFp8Row<BF16Tag, Fp8Tag>(t, rotated + h * t.head_dim, cache_row, ks)) continue;
+    if (StreamHalfAsFp8Row<KTag, Fp8Tag>(t, rotated + h * t.head_dim, cache_row, ks)) continue;
     CacheRow<std::uint8_t> row(t, cache_row);
-    ConvertCopy(BF16Tag(), Fp8Tag(), rotated + h * t.head_dim, row.target(), t.head_dim, ks);
+    ConvertCopy(ktag, Fp8Tag(), rotated + h * t.head_dim, row.target(), t.head_dim, ks);
     row.Flush(t.head_dim);
   }
   return true;
@@ -467,7 +499,7 @@ HWY_INLINE bool AppendBf16KByToken(const TokenKv& t) {
       t.cache_head_stride != t.head_dim) {
     return false;
   }
-  RotatePackedBf16Keys(t, t.k_back ? t.k_back : t.k_cache);
+  RotatePackedKeys(t, t.k_back ? t.k_back : t.k_cache);
   if (t.k_back) {
     std::memcpy(t.k_cache, t.k_back,
                 static_cast<std::size_t>(t.heads * t.head_dim) * sizeof(std::uint16_t));
@@ -489,8 +521,8 @@ HWY_INLINE void AppendK(KTag ktag, CTag ctag, const TokenKv& t) {
   }
 #endif
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
-  if constexpr (std::is_same_v<KTag, BF16Tag> && std::is_same_v<CTag, Fp8Tag>) {
-    if (AppendBf16KAsFp8ByToken(t)) return;
+  if constexpr (!std::is_same_v<KTag, F32Tag> && std::is_same_v<CTag, Fp8Tag>) {
+    if (AppendHalfKAsFp8ByToken(ktag, t)) return;
   }
 #endif
   using K = typename KTag::Storage;
@@ -499,7 +531,7 @@ HWY_INLINE void AppendK(KTag ktag, CTag ctag, const TokenKv& t) {
   K* back = static_cast<K*>(t.k_back);
   C* out = static_cast<C*>(t.k_cache);
   const std::int64_t rotated = 2 * t.pairs;
-  const CacheScale ks{t.k_scale, t.k_inv_scale, t.k_fp8_map};
+  const CacheScale ks = KeyScale(t);
   // RotateKHead reads an interleaved row expanded (rotate.h): once for all the heads.
   const InterleavedRowBuffer row2(t.layout, t.c, t.s, t.pairs);
   TokenKv tk = t;
@@ -531,7 +563,7 @@ template <class VTag, class CTag>
 HWY_INLINE void AppendV(VTag vtag, CTag ctag, const TokenKv& t) {
   const auto* in = static_cast<const typename VTag::Storage*>(t.v);
   auto* out = static_cast<typename CTag::Storage*>(t.v_cache);
-  const CacheScale vs{t.v_scale, t.v_inv_scale, t.v_fp8_map};
+  const CacheScale vs = ValueScale(t);
   if (!t.stream_cache && t.v_head_stride == t.head_dim && t.cache_head_stride == t.head_dim) {
     // Heads packed in v and in the cache cell (vLLM's layout, FlashInfer's NHD): the token's row
     // in one call, not one per head (ConvertCopy's set-up, a memcpy's, per head of 128).
@@ -539,12 +571,12 @@ HWY_INLINE void AppendV(VTag vtag, CTag ctag, const TokenKv& t) {
     ConvertCopy(vtag, ctag, in, out, t.heads * t.head_dim, vs);
     return;
   }
-  if (StreamBf16AsFp8Rows<VTag, CTag>(t, in, t.v_head_stride, out, vs, t.prefetch)) return;
+  if (StreamHalfAsFp8Rows<VTag, CTag>(t, in, t.v_head_stride, out, vs, t.prefetch)) return;
   for (std::int64_t h = 0; h < t.heads; ++h) {
     const auto* hin = in + h * t.v_head_stride;
     if (t.prefetch) prefetch_ahead(hin, t.head_dim);
     if (StreamAsIs<VTag, CTag>(t, hin, out + h * t.cache_head_stride)) continue;
-    if (StreamBf16AsFp8Row<VTag, CTag>(t, hin, out + h * t.cache_head_stride, vs)) continue;
+    if (StreamHalfAsFp8Row<VTag, CTag>(t, hin, out + h * t.cache_head_stride, vs)) continue;
     CacheRow<typename CTag::Storage> row(t, out + h * t.cache_head_stride);
     ConvertCopy(vtag, ctag, hin, row.target(), t.head_dim, vs);
     row.Flush(t.head_dim);

@@ -56,6 +56,60 @@ bool MakeBf16Fp8Map(float scale, Bf16Fp8Map* map) {
   return true;
 }
 
+// F16Fp8Map's tables by the float path (kv_cache_kernel.h derives them): the codes of the 1024
+// values at the anchor exponent E0, made in float32 (E0 may lie outside f16's exponents), each
+// minus 8 E0, in buckets of 16 mantissas. Made on every target, as MakeBf16Fp8Map.
+bool MakeF16Fp8Map(float scale, F16Fp8Map* map) {
+  const auto bits = std::bit_cast<std::uint32_t>(scale);
+  const auto field = static_cast<int>(bits >> 23);  // the sign bit makes it > 255
+  // scale = 2^e * ms with e = field - 127: the anchor 2^(e + 1) has the float32 exponent field
+  // field + 1 (at most 254) and the f16 one E0 = 16 + e = field - 111.
+  if (field < 1 || field > 253) return false;
+  const int e0 = field - 111;
+  alignas(64) float values[1024];
+  for (std::uint32_t m = 0; m < 1024; ++m) {
+    values[m] = std::bit_cast<float>(static_cast<std::uint32_t>(field + 1) << 23 | m << 13);
+  }
+  alignas(64) std::uint8_t codes[1024];
+  FloatsToFp8ByFloat(values, 1024, scale, exact_inverse(scale), codes);
+  F16Fp8Map made;
+  int lo = 0x8000, hi = -1;
+  for (int j = 0; j < 64; ++j) {
+    const int base = codes[16 * j] - 8 * e0;
+    int step = 16;
+    for (int r = 1; r < 16; ++r) {
+      if (codes[16 * j + r] != codes[16 * j]) {
+        step = r;
+        break;
+      }
+    }
+    for (int r = 0; r < 16; ++r) {  // the two-level form holds (kv_cache_kernel.h says why)
+      if (codes[16 * j + r] != codes[16 * j] + (r >= step ? 1 : 0)) return false;
+    }
+    made.base[j] = static_cast<std::int16_t>(base);
+    made.step[j] = static_cast<std::int16_t>(step);
+    for (int k : {j, j + 64}) {  // the byte lanes' tables: E's low bit in bit 6 of the index
+      made.bytes[k] = static_cast<std::uint8_t>(base - (j >> 3));
+      made.steps[k] = static_cast<std::uint8_t>(step);
+    }
+  }
+  for (int m = 0; m < 1024; ++m) {
+    const int w = codes[m] - 8 * e0;
+    // This mantissa's exponents with 8 E + w in [8, 0x7E], E in [1, 30] (floor division by 8 of
+    // numerators of either sign: an arithmetic shift).
+    const int e_min = std::max(1, -((w - 8) >> 3));  // ceil((8 - w) / 8)
+    const int e_max = std::min(30, (0x7E - w) >> 3);
+    if (e_min <= e_max) {
+      lo = std::min(lo, e_min * 1024 + m);
+      hi = std::max(hi, e_max * 1024 + m);
+    }
+  }
+  made.lo = static_cast<std::uint16_t>(lo <= hi ? lo : 1);
+  made.hi = static_cast<std::uint16_t>(lo <= hi ? hi : 0);
+  *map = made;
+  return true;
+}
+
 }  // namespace HWY_NAMESPACE
 }  // namespace posenc::detail
 HWY_AFTER_NAMESPACE();
@@ -71,6 +125,12 @@ HWY_EXPORT(MakeBf16Fp8Map);
 
 bool make_bf16_fp8_map(float scale, Bf16Fp8Map& map) {
   return HWY_DYNAMIC_DISPATCH(MakeBf16Fp8Map)(scale, &map);
+}
+
+HWY_EXPORT(MakeF16Fp8Map);
+
+bool make_f16_fp8_map(float scale, F16Fp8Map& map) {
+  return HWY_DYNAMIC_DISPATCH(MakeF16Fp8Map)(scale, &map);
 }
 
 }  // namespace posenc::detail

@@ -13,6 +13,7 @@
 namespace posenc::detail {
 
 struct Bf16Fp8Map;  // below
+struct F16Fp8Map;
 
 struct TokenKv {
   const void* k = nullptr;  // first element of the token's first head
@@ -41,6 +42,9 @@ struct TokenKv {
   // none (the float path).
   const Bf16Fp8Map* k_fp8_map = nullptr;
   const Bf16Fp8Map* v_fp8_map = nullptr;
+  // f16 k or v into an fp8 cache: the scale's table (make_f16_fp8_map), or null (the float path).
+  const F16Fp8Map* k_f16_fp8_map = nullptr;
+  const F16Fp8Map* v_f16_fp8_map = nullptr;
   // Write the cache rows with non-temporal (streaming) stores: each row is made in a buffer on
   // the stack and then copied out by whole aligned vectors that bypass the caches. The caller
   // sets it for large appends (a prefill) and calls hwy::FlushStream() (sfence) once it is done
@@ -94,12 +98,49 @@ struct Bf16Fp8Map {
 // where the scale is outside [2^-119, 2^127). About 64 ns (Zen 4): kv_cache.cc keeps them.
 bool make_bf16_fp8_map(float scale, Bf16Fp8Map& map);
 
-// An fp8 cache's divisor, its exact reciprocal (exact_inverse) or 0, and for bf16 values its table
-// (make_bf16_fp8_map) or null, as the kernel takes them.
+// f16 values divided by an fp8 cache's scale and rounded to E4M3, by two tables of 64 words
+// (fp8-inl.h's StoreF16AsFp8 uses them on AVX-512; the float path is the definition).
+//
+// An f16 magnitude a has the exponent field E = a >> 10 and the mantissa m = a & 0x3FF, so its
+// value is 2^(E - 15) (1 + m / 1024) for E >= 1. As for bf16 (Bf16Fp8Map), let E0 = 16 + e for
+// scale = 2^e * ms (1 <= ms < 2), the exponent field 2^(e + 1) would have: v / scale at (E0, m) is
+// 2 (1 + m / 1024) / ms, in (1, 4), its code c(m) a normal E4M3 code, and at any E the code is
+//   t = 8 E + w(m),   w(m) = c(m) - 8 E0,
+// where t is in [8, 0x7E] (a normal, unsaturated result; t = 8 also just below 2^-6, as for bf16)
+// and 1 <= E <= 30 (not an f16 subnormal, infinity or NaN): dividing, rounding to float32 and
+// rounding to E4M3 commute with powers of two while the results stay normal. E0 need not be an f16
+// exponent: the codes at E0 are computed in float32. w has 1024 entries, too many for a register
+// permute, but 16 consecutive mantissas (a bucket j = m >> 4, r = m & 15) span less than 16 / 1024
+// of the value, less than one E4M3 step (at least 1 / 16 of it), and c grows with m, so
+//   w(16 j + r) = base[j] + (r >= step[j] ? 1 : 0),
+// step[j] in [1, 16] (16: no step in the bucket); make_f16_fp8_map checks this for every m. t grows
+// with a, so the lanes the tables serve are the magnitudes a in [lo, hi]; lo > hi where none are.
+//
+// The same tables for 64 values in byte lanes (fp8-inl.h's F16RowsToFp8Vbmi, AVX-512 VBMI): the
+// byte of bits 7-14 of an f16 word is 8 E + (j >> 3), and the byte of bits 4-11 has j in bits 0-5
+// and E's low bit in bit 6, a 7-bit index into
+//   bytes[k] = (base[k & 63] - ((k & 63) >> 3)) mod 256,   steps[k] = step[k & 63],
+// so their sum with bytes[] and the step gives t mod 256, t itself where t is in [8, 0x7E].
+struct F16Fp8Map {
+  alignas(64) std::int16_t base[64];
+  alignas(64) std::int16_t step[64];
+  alignas(64) std::uint8_t bytes[128];
+  alignas(64) std::uint8_t steps[128];
+  std::uint16_t lo = 1, hi = 0;
+};
+
+// The tables of `scale` (a positive finite float) into `map`, by the float path on the 1024 values
+// at E0 (the same bits on every target; only AVX-512 reads them); false, leaving `map` as it was,
+// where the scale is not a normal float below 2^127.
+bool make_f16_fp8_map(float scale, F16Fp8Map& map);
+
+// An fp8 cache's divisor, its exact reciprocal (exact_inverse) or 0, and for bf16 and f16 values
+// their tables (make_bf16_fp8_map, make_f16_fp8_map) or null, as the kernel takes them.
 struct CacheScale {
   float scale = 1.0f;
   float inv = 0.0f;
   const Bf16Fp8Map* bf16 = nullptr;
+  const F16Fp8Map* f16 = nullptr;
 };
 
 // 1 / scale when it is exact and a normal float (scale = +-2^k, k in [-126, 126]), else 0. Then

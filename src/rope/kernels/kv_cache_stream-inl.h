@@ -1,7 +1,7 @@
 // src/rope/kernels/kv_cache_stream-inl.h: how the fused KV-cache kernel writes a prefill's cache
 // rows with streaming (non-temporal) stores (internal; kv_cache_streaming.h says when): whole
-// aligned vectors copied out of a staging row, rows of the cache's own dtype or bf16 into fp8
-// streamed straight from the input, and rotated k streamed straight from the registers. Included
+// aligned vectors copied out of a staging row, rows of the cache's own dtype or bf16 and f16 into
+// fp8 streamed straight from the input, and rotated k streamed straight from the registers. Included
 // once per target after foreach_target.h, by kv_cache-inl.h.
 
 // Per-target include guard: re-entered once for each HWY_TARGET_TOGGLE.
@@ -81,29 +81,36 @@ HWY_INLINE bool StreamAsIs(const TokenKv& t, const typename InTag::Storage* in,
   return false;
 }
 
-// bf16 words of a head into its fp8 cache row with streaming stores straight from the registers
-// (StoreBf16AsFp8<true>), with stream_cache, the scale's table, whole vectors and a row on a
-// 32-byte boundary; false, nothing done, otherwise (the caller stages the row). The same bits as
-// ConvertCopy. In one process on Zen 5 (in a loaded hour, about twice the quiet times), medians
-// of 21, against staging: Llama 2 7B prefill 13.2 -> 10.7 ms, Llama 3 8B 4.6 -> 3.9 ms.
+// bf16 or f16 words of a head into its fp8 cache row with streaming stores straight from the
+// registers (StoreBf16AsFp8<true>, StoreF16AsFp8<true>), with stream_cache, the scale's table,
+// whole vectors and a row on a 32-byte boundary; false, nothing done, otherwise (the caller stages
+// the row). The same bits as ConvertCopy. In one process on Zen 5 (in a loaded hour, about twice
+// the quiet times), medians of 21, bf16 against staging: Llama 2 7B prefill 13.2 -> 10.7 ms,
+// Llama 3 8B 4.6 -> 3.9 ms.
 template <class InTag, class CTag>
-HWY_INLINE bool StreamBf16AsFp8Row([[maybe_unused]] const TokenKv& t,
+HWY_INLINE bool StreamHalfAsFp8Row([[maybe_unused]] const TokenKv& t,
                                    [[maybe_unused]] const typename InTag::Storage* in,
                                    [[maybe_unused]] typename CTag::Storage* out,
                                    [[maybe_unused]] CacheScale scale) {
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
-  if constexpr (std::is_same_v<InTag, BF16Tag> && std::is_same_v<CTag, Fp8Tag>) {
+  if constexpr (!std::is_same_v<InTag, F32Tag> && std::is_same_v<CTag, Fp8Tag>) {
     const hn::ScalableTag<std::uint16_t> du;
     const auto lanes = static_cast<std::int64_t>(hn::Lanes(du));
     if (!t.stream_cache || t.head_dim % lanes != 0 ||
         reinterpret_cast<std::uintptr_t>(out) % static_cast<std::uintptr_t>(lanes) != 0) {
       return false;
     }
-    if (!StoresBf16AsFp8<InTag, CTag>(scale)) return false;
-    const Bf16Fp8Tables tab(scale);
-    WithBf16Fp8Store<true>(tab, [&](const auto& store) {
-      for (std::int64_t i = 0; i < t.head_dim; i += lanes) store(hn::LoadU(du, in + i), out + i);
-    });
+    if (!StoresHalfAsFp8<InTag, CTag>(scale)) return false;
+    if constexpr (std::is_same_v<InTag, BF16Tag>) {
+      const Bf16Fp8Tables tab(scale);
+      WithBf16Fp8Store<true>(tab, [&](const auto& store) {
+        for (std::int64_t i = 0; i < t.head_dim; i += lanes) store(hn::LoadU(du, in + i), out + i);
+      });
+    } else {
+      const F16Fp8Tables tab(scale);
+      for (std::int64_t i = 0; i < t.head_dim; i += lanes)
+        StoreF16AsFp8<true>(hn::LoadU(du, in + i), tab, out + i);
+    }
     return true;
   }
 #endif
@@ -112,25 +119,34 @@ HWY_INLINE bool StreamBf16AsFp8Row([[maybe_unused]] const TokenKv& t,
 
 // Every head row of the token (t.heads rows of t.head_dim words at in + h in_stride) into its fp8
 // cache row (out + h t.cache_head_stride) with streaming stores, 64 values at a time in byte
-// lanes (fp8-inl.h's Bf16RowsToFp8Vbmi), in one call for the token: with stream_cache, AVX-512
-// VBMI, the scale's table, rows of whole 64-value blocks on 32-byte boundaries; false, nothing
-// done, otherwise (the caller goes head by head). `prefetch`: each row's prefetch_ahead.
+// lanes (fp8-inl.h's Bf16RowsToFp8Vbmi, F16RowsToFp8Vbmi), in one call for the token: with
+// stream_cache, AVX-512 VBMI, the scale's table, rows of whole 64-value blocks on 32-byte
+// boundaries; false, nothing done, otherwise (the caller goes head by head). `prefetch`: each
+// row's prefetch_ahead.
 template <class InTag, class CTag>
-HWY_INLINE bool StreamBf16AsFp8Rows([[maybe_unused]] const TokenKv& t,
+HWY_INLINE bool StreamHalfAsFp8Rows([[maybe_unused]] const TokenKv& t,
                                     [[maybe_unused]] const typename InTag::Storage* in,
                                     [[maybe_unused]] std::int64_t in_stride,
                                     [[maybe_unused]] typename CTag::Storage* out,
                                     [[maybe_unused]] CacheScale scale,
                                     [[maybe_unused]] bool prefetch) {
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
-  if constexpr (std::is_same_v<InTag, BF16Tag> && std::is_same_v<CTag, Fp8Tag>) {
+  if constexpr (!std::is_same_v<InTag, F32Tag> && std::is_same_v<CTag, Fp8Tag>) {
+    constexpr bool kBf16 = std::is_same_v<InTag, BF16Tag>;
     if (!t.stream_cache || t.head_dim % 64 != 0 || t.cache_head_stride % 32 != 0 ||
-        reinterpret_cast<std::uintptr_t>(out) % 32 != 0 || !Bf16Fp8ByBytes(scale)) {
+        reinterpret_cast<std::uintptr_t>(out) % 32 != 0 ||
+        !(kBf16 ? Bf16Fp8ByBytes(scale) : F16Fp8ByBytes(scale))) {
       return false;
     }
-    const Bf16Fp8Tables tab(scale);
-    Bf16RowsToFp8Vbmi<true>(in, in_stride, out, t.cache_head_stride, t.heads, t.head_dim,
-                            *scale.bf16, tab, prefetch);
+    if constexpr (kBf16) {
+      const Bf16Fp8Tables tab(scale);
+      Bf16RowsToFp8Vbmi<true>(in, in_stride, out, t.cache_head_stride, t.heads, t.head_dim,
+                              *scale.bf16, tab, prefetch);
+    } else {
+      const F16Fp8Tables tab(scale);
+      F16RowsToFp8Vbmi<true>(in, in_stride, out, t.cache_head_stride, t.heads, t.head_dim,
+                             *scale.f16, tab, prefetch);
+    }
     return true;
   }
 #endif
