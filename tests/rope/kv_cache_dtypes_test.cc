@@ -27,6 +27,7 @@
 #include "posenc/rope/table.h"
 #include "reference/fp8_reference.h"
 #include "reference/half_reference.h"
+#include "rope/kernels/kv_cache_kernel.h"
 #include "support/error_of.h"
 #include "support/kv_cache_case.h"
 #include "support/rope_test_support.h"
@@ -269,9 +270,17 @@ void CheckEveryHalfToFp8(const HalfFormat& format) {
     // values on either side of the first one at or above 464 scale (E4M3's midpoint between 448
     // and the 480 it lacks, where rounding starts to saturate), and from just below the first
     // one whose code is normal (0x08 or more; below it, subnormal codes) to bottom_reach above it.
-    std::uint16_t top = 0, bottom = 0;
+    // The lanes around each edge value: from the first value at or above the scale itself
+    // (codes from 0x38 up, well inside the tables' ranges, so that the fast paths take these
+    // rows), or 1.0 where no value reaches the scale.
+    std::uint16_t top = 0, bottom = 0, mid = 0;
     while (top < format.infinity && format.value(top) / scale < 464.0f) ++top;
     while (bottom < format.infinity && code[bottom] < 8) ++bottom;
+    while (mid < format.infinity && format.value(mid) / scale < 1.0f) ++mid;
+    const std::uint16_t around = mid + 3 * 47 < format.infinity ? mid : format.one;
+    auto filler = [&](std::int64_t i) {
+      return static_cast<std::uint16_t>((i % 2 ? 0x8000 : 0) + around + 3 * (i % 48));
+    };
     for (const Rows& rows : configs) {
       const std::int64_t d = rows.d;
       // Streaming stores from 64 KiB of cache written (each call writes more).
@@ -285,7 +294,7 @@ void CheckEveryHalfToFp8(const HalfFormat& format) {
                 static_cast<std::uint16_t>(std::clamp(edge + off, 0, format.infinity - 1));
             for (std::int64_t i = 0; i < d; ++i) {
               all.push_back(i == lane ? static_cast<std::uint16_t>(at | (off % 2 ? 0x8000 : 0))
-                                      : normal(i));
+                                      : filler(i));
             }
           }
         }
@@ -325,6 +334,68 @@ void CheckEveryHalfToFp8(const HalfFormat& format) {
       });
     }
   }
+}
+
+// The tables' ranges [lo, hi] (kv_cache_kernel.h's Bf16Fp8Map and F16Fp8Map) are as wide as
+// they can be: exactly the magnitudes, exponent fields 1 to the largest finite one, whose code by
+// the 3-bit rounding of a normal is in [8, 0x7E], computed here in double from fl32(v / scale)
+// (ilogb and nearbyint, not the tables). The exhaustive tests above show the tables give the
+// reference's bits there; this one that no lane they could take goes the long way (a range one
+// narrower at either end fails it).
+TEST(KvCache, Fp8TableRangesAreTheWidest) {
+  // The code a normal E4M3 rounding gives q, extended to every exponent (8 (e + 7) + k - 8, k
+  // the significand rounded to 3 bits); none for zero, infinities and NaN.
+  auto extended_code = [](float q) -> std::optional<int> {
+    if (q == 0.0f || !std::isfinite(q)) return std::nullopt;
+    const int e = std::ilogb(q);
+    const auto k = static_cast<int>(std::nearbyint(std::ldexp(static_cast<double>(q), 3 - e)));
+    return 8 * (e + 7) + k - 8;
+  };
+  auto widest = [&](float (*value)(std::uint16_t), int exponent_shift, int max_field, float scale) {
+    int lo = -1, hi = -1;
+    bool gap = false;
+    for (int a = 1 << exponent_shift; a < (max_field + 1) << exponent_shift; ++a) {
+      const auto t = extended_code(value(static_cast<std::uint16_t>(a)) / scale);
+      const bool in = t && *t >= 8 && *t <= 0x7E;
+      if (in && lo < 0) lo = a;
+      if (in) gap = gap || (hi >= 0 && hi != a - 1);
+      if (in) hi = a;
+    }
+    EXPECT_FALSE(gap) << "scale " << scale;
+    return std::pair<int, int>{lo, hi};
+  };
+  const float scales[] = {1.0f,
+                          1.0f / 64,
+                          1.0f / 448,
+                          5.5f / 448,
+                          0.0123f,
+                          3.0f,
+                          1.0f / 3,
+                          std::ldexp(1.0f, -20),
+                          std::ldexp(1.0f, 20),
+                          std::ldexp(1.0f, -119),
+                          std::nextafter(2.0f, 0.0f),
+                          std::ldexp(1.0f, 100)};
+  // A map's range as widest gives it: (-1, -1) where it is empty.
+  auto range = [](const auto& map) {
+    return map.lo <= map.hi ? std::pair<int, int>(map.lo, map.hi) : std::pair<int, int>(-1, -1);
+  };
+  for (const float scale : scales) {
+    posenc::detail::Bf16Fp8Map bf16;
+    if (posenc::detail::make_bf16_fp8_map(scale, bf16)) {
+      EXPECT_EQ(range(bf16), widest(posenc_ref::FromBf16, 7, 254, scale))
+          << "bf16, scale " << scale;
+    }
+    posenc::detail::F16Fp8Map f16;
+    ASSERT_TRUE(posenc::detail::make_f16_fp8_map(scale, f16)) << scale;
+    EXPECT_EQ(range(f16), widest(posenc_ref::FromF16, 10, 30, scale)) << "f16, scale " << scale;
+  }
+  // Covered at the usual scales, and nothing at the ones no f16 value reaches.
+  posenc::detail::F16Fp8Map f16;
+  ASSERT_TRUE(posenc::detail::make_f16_fp8_map(1.0f / 64, f16));
+  EXPECT_LE(f16.lo, f16.hi);
+  ASSERT_TRUE(posenc::detail::make_f16_fp8_map(std::ldexp(1.0f, 100), f16));
+  EXPECT_GT(f16.lo, f16.hi);
 }
 
 TEST(KvCache, EveryBf16ToFp8MatchesReference) {
