@@ -22,7 +22,8 @@
 // It is listed and forced like a Highway target, as "AVX3_BF16" (targets.h): the default where
 // the CPU has AVX-512 BF16; forcing "AVX3" runs the AVX3 code without it, so both are tested.
 // The same target also turns on AVX-512 VBMI's byte permutes where the CPU has them
-// (avx512_vbmi_enabled): bf16 rounded to fp8 E4M3 64 values at a time in byte lanes (fp8-inl.h).
+// (avx512_vbmi_enabled): bf16 and f16 rounded to fp8 E4M3 64 values at a time in byte lanes
+// (fp8-inl.h).
 #pragma once
 
 #include <cstdint>
@@ -39,10 +40,10 @@ bool avx512_bf16_supported();
 bool avx512_bf16_enabled();
 void set_avx512_bf16_enabled(bool on);  // targets.cc; on only where supported
 
-// Whether the fp8 stores use AVX-512 VBMI (fp8-inl.h's Bf16RowsToFp8Vbmi): avx512_bf16_enabled()
-// and the CPU has VBMI: Zen 4 and later, Sapphire Rapids and later. Not Cooper Lake (BF16 without
-// VBMI), nor Ice Lake to Rocket Lake (VBMI without BF16, so no AVX3_BF16 target: the byte lanes
-// are tied to it so that forcing AVX3 tests the 16-bit ones).
+// Whether the fp8 stores use AVX-512 VBMI (fp8-inl.h's Bf16RowsToFp8Vbmi and F16RowsToFp8Vbmi):
+// avx512_bf16_enabled() and the CPU has VBMI: Zen 4 and later, Sapphire Rapids and later. Not
+// Cooper Lake (BF16 without VBMI), nor Ice Lake to Rocket Lake (VBMI without BF16, so no
+// AVX3_BF16 target: the byte lanes are tied to it so that forcing AVX3 tests the 16-bit ones).
 bool avx512_vbmi_enabled();
 
 // rotate_token_heads for a bf16 t, half-split with any multiple of 16 pairs up to 128 or

@@ -1,8 +1,8 @@
-// src/rope/kernels/fp8-inl.h: float32 and bf16 lanes rounded to OCP E4M3 (torch's
+// src/rope/kernels/fp8-inl.h: float32, bf16 and f16 lanes rounded to OCP E4M3 (torch's
 // float8_e4m3fn bits) for the fused KV-cache append's fp8 caches (internal). Included once per
 // target after foreach_target.h, like half-inl.h: round to nearest even, saturate to +-448
 // (infinities too), NaN kept NaN. The reference these are tested against, bit for bit over every
-// bf16 pattern and every E4M3 midpoint: tests/reference/fp8_reference.h.
+// bf16 and f16 pattern and every E4M3 midpoint: tests/reference/fp8_reference.h.
 
 // Per-target include guard: re-entered once for each HWY_TARGET_TOGGLE.
 #if defined(POSENC_KERNELS_FP8_INL_H_) == defined(HWY_TARGET_TOGGLE)

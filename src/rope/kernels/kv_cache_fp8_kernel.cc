@@ -93,15 +93,29 @@ bool MakeF16Fp8Map(float scale, F16Fp8Map* map) {
       made.steps[k] = static_cast<std::uint8_t>(step);
     }
   }
-  for (int m = 0; m < 1024; ++m) {
-    const int w = codes[m] - 8 * e0;
-    // This mantissa's exponents with 8 E + w in [8, 0x7E], E in [1, 30] (floor division by 8 of
-    // numerators of either sign: an arithmetic shift).
-    const int e_min = std::max(1, -((w - 8) >> 3));  // ceil((8 - w) / 8)
-    const int e_max = std::min(30, (0x7E - w) >> 3);
-    if (e_min <= e_max) {
-      lo = std::min(lo, e_min * 1024 + m);
-      hi = std::max(hi, e_max * 1024 + m);
+  // t(a) = 8 E + w(m) grows with a = E << 10 | m (kv_cache_kernel.h), so [lo, hi] is found by
+  // searching, E in [1, 30]: the first a with t >= 8 and the last with t <= 0x7E, an exponent at
+  // a time, then by bisection of the mantissas (a scan of all 1024 mantissas for their exponent
+  // ranges took most of the table's making).
+  auto t = [&](int a) { return 8 * (a >> 10) + codes[a & 1023] - 8 * e0; };
+  int e = 1;
+  while (e <= 30 && t(e << 10 | 1023) < 8) ++e;
+  if (e <= 30) {  // the first a in [e << 10, e << 10 | 1023] with t >= 8
+    int below = (e << 10) - 1;
+    lo = e << 10 | 1023;
+    while (lo - below > 1) {
+      const int a = (below + lo) / 2;
+      (t(a) >= 8 ? lo : below) = a;
+    }
+  }
+  e = 30;
+  while (e >= 1 && t(e << 10) > 0x7E) --e;
+  if (e >= 1) {  // the last a in [e << 10, e << 10 | 1023] with t <= 0x7E
+    int above = (e << 10 | 1023) + 1;
+    hi = e << 10;
+    while (above - hi > 1) {
+      const int a = (hi + above) / 2;
+      (t(a) <= 0x7E ? hi : above) = a;
     }
   }
   made.lo = static_cast<std::uint16_t>(lo <= hi ? lo : 1);

@@ -95,7 +95,7 @@ struct Bf16Fp8Map {
 
 // The table of `scale` (a positive finite float) into `map`, by the float path on the 128 values
 // at E0 (the same bits on every target; only AVX-512 reads it); false, leaving `map` as it was,
-// where the scale is outside [2^-119, 2^127). About 64 ns (Zen 4): kv_cache.cc keeps them.
+// where the scale is outside [2^-119, 2^127). About 0.27 us (Zen 4): kv_cache.cc keeps them.
 bool make_bf16_fp8_map(float scale, Bf16Fp8Map& map);
 
 // f16 values divided by an fp8 cache's scale and rounded to E4M3, by two tables of 64 words
@@ -131,7 +131,7 @@ struct F16Fp8Map {
 
 // The tables of `scale` (a positive finite float) into `map`, by the float path on the 1024 values
 // at E0 (the same bits on every target; only AVX-512 reads them); false, leaving `map` as it was,
-// where the scale is not a normal float below 2^127.
+// where the scale is not a normal float below 2^127. About 0.7 us (Zen 4): kv_cache.cc keeps them.
 bool make_f16_fp8_map(float scale, F16Fp8Map& map);
 
 // An fp8 cache's divisor, its exact reciprocal (exact_inverse) or 0, and for bf16 and f16 values
