@@ -68,7 +68,7 @@ def empty_cache(shape, cache_dtype):
 
 
 KINDS = [("float32", "float32"), ("float16", "float16"), ("bfloat16", "bfloat16"),
-         ("float32", "bfloat16"), ("bfloat16", "fp8")]
+         ("float32", "bfloat16"), ("bfloat16", "fp8"), ("float16", "fp8")]
 
 
 @pytest.mark.parametrize("dtype,cache_dtype", KINDS)
