@@ -138,6 +138,39 @@ HWY_INLINE hn::Vec<hn::Rebind<std::uint8_t, hn::ScalableTag<std::uint16_t>>> Low
       _mm512_cvtepi16_epi8(w.raw)};
 }
 
+using Fp8Codes = hn::Vec<hn::Rebind<std::uint8_t, hn::ScalableTag<std::uint16_t>>>;
+
+// 32 E4M3 codes with the signs of the 32 words of x: bit 15 of each word into bit 7 of its byte
+// by a bitwise select (VPTERNLOG, sign_byte 0x80 in each word) over `mag` (at most 0x7F).
+HWY_INLINE Fp8Codes SignedCodes(hn::Vec<hn::ScalableTag<std::uint16_t>> x,
+                                hn::Vec<hn::ScalableTag<std::uint16_t>> mag,
+                                hn::Vec<hn::ScalableTag<std::uint16_t>> sign_byte) {
+  return LowBytes(hn::IfVecThenElse(sign_byte, hn::ShiftRight<8>(x), mag));
+}
+
+// The 32 codes of x's words by a float path (Bf16ToFp8ByFloat or F16ToFp8ByFloat), for vectors
+// the 16-bit lanes do not cover.
+HWY_INLINE Fp8Codes CodesByFloat(hn::Vec<hn::ScalableTag<std::uint16_t>> x, float scale, float inv,
+                                 void (*by_float)(const std::uint16_t*, float, float,
+                                                  std::uint8_t*)) {
+  alignas(64) std::uint16_t words[32];
+  alignas(32) std::uint8_t out[32];
+  hn::Store(x, hn::ScalableTag<std::uint16_t>(), words);
+  by_float(words, scale, inv, out);
+  return hn::Load(hn::Rebind<std::uint8_t, hn::ScalableTag<std::uint16_t>>(), out);
+}
+
+// 32 codes to p: with kStream a streaming store (p aligned to 32 bytes), else a plain one.
+template <bool kStream>
+HWY_INLINE void StoreFp8Codes(Fp8Codes bytes, std::uint8_t* p) {
+  const hn::Rebind<std::uint8_t, hn::ScalableTag<std::uint16_t>> d8;
+  if constexpr (kStream) {
+    hn::Stream(bytes, d8, p);
+  } else {
+    hn::StoreU(bytes, d8, p);
+  }
+}
+
 // Bf16Fp8Tables::shift where the scale is not a power of two in range.
 inline constexpr int kNoBf16Fp8Shift = 1 << 20;
 
@@ -196,7 +229,6 @@ template <bool kStream = false>
 HWY_INLINE void StoreBf16AsFp8ByTable(hn::Vec<hn::ScalableTag<std::uint16_t>> x,
                                       const Bf16Fp8Tables& tab, std::uint8_t* p) {
   const hn::ScalableTag<std::uint16_t> du;
-  const hn::Rebind<std::uint8_t, decltype(du)> d8;
   const __m512i xi = x.raw;
   // words[m]: the permutes read bits 0-5 of each index word, bit 6 chooses between them.
   const __m512i look = _mm512_mask_blend_epi16(_mm512_test_epi16_mask(xi, tab.bit6),
@@ -208,27 +240,14 @@ HWY_INLINE void StoreBf16AsFp8ByTable(hn::Vec<hn::ScalableTag<std::uint16_t>> x,
   const __m512i t = _mm512_add_epi16(e8, look);
   const __mmask32 covered =
       _mm512_mask_cmplt_epi16_mask(_mm512_cmpgt_epi16_mask(t, tab.seven), e8, tab.exponent8);
-  hn::Vec<decltype(d8)> bytes;
-  if (HWY_LIKELY(covered == 0xFFFFFFFFu)) {
-    // The sign, bit 15 of x, into bit 7 of the byte by a bitwise select (VPTERNLOG): the
-    // magnitude is at most 0x7E.
-    const hn::Vec<decltype(du)> mag{_mm512_min_epi16(t, tab.max_code)};
-    bytes = LowBytes(
-        hn::IfVecThenElse(hn::Vec<decltype(du)>{tab.sign_byte}, hn::ShiftRight<8>(x), mag));
-  } else {
-    // Zeros, bf16 subnormals, E4M3 subnormal results, infinities and NaNs: for uniform values in
-    // [-1, 1) at scale 1/64, one vector of 32 in about 130; zeros take this way.
-    alignas(64) std::uint16_t words[32];
-    alignas(32) std::uint8_t out[32];
-    hn::Store(x, du, words);
-    Bf16ToFp8ByFloat(words, tab.scale, tab.inv, out);
-    bytes = hn::Load(d8, out);
-  }
-  if constexpr (kStream) {
-    hn::Stream(bytes, d8, p);
-  } else {
-    hn::StoreU(bytes, d8, p);
-  }
+  // Else zeros, bf16 subnormals, E4M3 subnormal results, infinities and NaNs: for uniform values
+  // in [-1, 1) at scale 1/64, one vector of 32 in about 130; zeros take that way.
+  StoreFp8Codes<kStream>(
+      HWY_LIKELY(covered == 0xFFFFFFFFu)
+          ? SignedCodes(x, hn::Vec<decltype(du)>{_mm512_min_epi16(t, tab.max_code)},
+                        hn::Vec<decltype(du)>{tab.sign_byte})
+          : CodesByFloat(x, tab.scale, tab.inv, Bf16ToFp8ByFloat),
+      p);
 }
 
 // 32 bf16 words (one AVX-512 vector) -> 32 E4M3 bytes at p for the scale 2^-s (tab.shift); with
@@ -239,7 +258,6 @@ HWY_INLINE void StoreBf16AsFp8Shifted(hn::Vec<hn::ScalableTag<std::uint16_t>> x,
   const int s = tab.shift;
   const hn::ScalableTag<std::uint16_t> du;
   const hn::ScalableTag<std::int16_t> di;
-  const hn::Rebind<std::uint8_t, decltype(du)> d8;
   const auto a = hn::And(x, hn::Set(du, 0x7FFF));
   // Normal in E4M3: E > 120 - s, i.e. a >= (121 - s) << 7 (a is non-negative, signed compares
   // are safe; |s| <= 100 keeps every constant in int16).
@@ -250,10 +268,7 @@ HWY_INLINE void StoreBf16AsFp8Shifted(hn::Vec<hn::ScalableTag<std::uint16_t>> x,
   // normal the sum is in [128, 2^15 + 8), so the 16-bit wrap-around of the constant cancels;
   // elsewhere the result is not used.
   const auto bias = hn::Set(du, static_cast<std::uint16_t>(7 - (120 - s) * 128));
-  // The sign, bit 15 of x, into bit 7 of the byte by a bitwise select (VPTERNLOG): the magnitude
-  // is at most 0x7F.
-  const auto sign_mask = hn::Set(du, 0x80);
-  const auto x_high = hn::ShiftRight<8>(x);
+  const auto sign_mask = hn::Set(du, 0x80);  // SignedCodes' select
   // Below E4M3's saturation: a < 16 (0x7E + (120 - s) 8) + 8 gives (a + 7 + lsb) >> 4 at most
   // 0x7E + (120 - s) 8, so no min is needed (at most 16 * 1886 + 8, in int16 for |s| <= 100).
   const auto unsaturated = hn::Lt(
@@ -272,12 +287,7 @@ HWY_INLINE void StoreBf16AsFp8Shifted(hn::Vec<hn::ScalableTag<std::uint16_t>> x,
     const __m512i sum = _mm512_add_epi16(a.raw, bias.raw);
     const hn::Vec<decltype(du)> rounded{
         _mm512_mask_add_epi16(sum, _mm512_test_epi16_mask(a.raw, tab.bit4), sum, tab.one)};
-    const auto bytes = LowBytes(hn::IfVecThenElse(sign_mask, x_high, hn::ShiftRight<4>(rounded)));
-    if constexpr (kStream) {
-      hn::Stream(bytes, d8, p);
-    } else {
-      hn::StoreU(bytes, d8, p);
-    }
+    StoreFp8Codes<kStream>(SignedCodes(x, hn::ShiftRight<4>(rounded), sign_mask), p);
     return;
   }
   const auto nan = hn::Gt(hn::BitCast(di, a), hn::Set(di, 0x7F80));
@@ -294,12 +304,7 @@ HWY_INLINE void StoreBf16AsFp8Shifted(hn::Vec<hn::ScalableTag<std::uint16_t>> x,
   const auto sub = hn::Shr(hn::Add(hn::Add(m, half), hn::And(hn::Shr(m, k), hn::Set(du, 1))), k);
   auto mag = hn::IfThenElse(hn::RebindMask(du, is_normal), hn::BitCast(du, normal), sub);
   mag = hn::IfThenElse(hn::RebindMask(du, nan), hn::Set(du, 0x7F), mag);
-  const auto bytes = LowBytes(hn::IfVecThenElse(sign_mask, x_high, mag));
-  if constexpr (kStream) {
-    hn::Stream(bytes, d8, p);
-  } else {
-    hn::StoreU(bytes, d8, p);
-  }
+  StoreFp8Codes<kStream>(SignedCodes(x, mag, sign_mask), p);
 }
 
 // f(store) with the store StoreBf16AsFp8 picks for `tab` (a callable of a vector of 32 words and
@@ -326,90 +331,6 @@ HWY_INLINE void StoreBf16AsFp8(hn::Vec<hn::ScalableTag<std::uint16_t>> x, const 
     StoreBf16AsFp8Shifted<kStream>(x, tab, p);
   } else {
     StoreBf16AsFp8ByTable<kStream>(x, tab, p);
-  }
-}
-
-// The AVX3 target's options and AVX-512 VBMI (avx512_vbmi_enabled). All of them: clang takes a
-// function's target attribute in place of the one Highway pushes, GCC in addition to it.
-#define POSENC_FP8_VBMI_ATTR __attribute__((target(HWY_TARGET_STR ",avx512vbmi")))
-
-// Byte k of the result: byte 2 k (kLowBytes) or 2 k + 1 (kHighBytes) of two vectors of 32 words.
-alignas(64) inline constexpr std::uint8_t kLowBytes[64] = {
-    0,  2,  4,   6,   8,   10,  12,  14,  16,  18,  20,  22,  24,  26,  28,  30,
-    32, 34, 36,  38,  40,  42,  44,  46,  48,  50,  52,  54,  56,  58,  60,  62,
-    64, 66, 68,  70,  72,  74,  76,  78,  80,  82,  84,  86,  88,  90,  92,  94,
-    96, 98, 100, 102, 104, 106, 108, 110, 112, 114, 116, 118, 120, 122, 124, 126};
-alignas(64) inline constexpr std::uint8_t kHighBytes[64] = {
-    1,  3,  5,   7,   9,   11,  13,  15,  17,  19,  21,  23,  25,  27,  29,  31,
-    33, 35, 37,  39,  41,  43,  45,  47,  49,  51,  53,  55,  57,  59,  61,  63,
-    65, 67, 69,  71,  73,  75,  77,  79,  81,  83,  85,  87,  89,  91,  93,  95,
-    97, 99, 101, 103, 105, 107, 109, 111, 113, 115, 117, 119, 121, 123, 125, 127};
-
-// Rows of bf16 words into E4M3 bytes by the scale's table in byte lanes, 64 values at a time:
-// `rows` rows of `len` words (a multiple of 64) at in + r in_stride into out + r out_stride, with
-// kStream streaming stores (each row aligned to 32 bytes), with `prefetch` each input row's
-// prefetch_ahead (rotate.h). Where every lane of the 64 has its magnitude in [map.lo, map.hi] (a
-// normal, unsaturated code; kv_cache_kernel.h's Bf16Fp8Map):
-//   byte k of (x >> 4), bits 4-11 of word k, is (8 E + (m >> 4)) mod 256, and its sum with
-//   map.bytes[m] (a two-table byte permute indexed by the low byte, whose bits 0-6 are m) is
-//   the code; the sign, bit 7 of the high byte, goes on top by a bitwise select.
-// Three two-source byte permutes gather the bytes: about 14 operations per 64 values, checks
-// included and loads and stores aside, against about 20 for two vectors of the power-of-two path
-// and 28 of the table path. Other blocks go through StoreBf16AsFp8, 32 at a time. The same bits as StoreBf16AsFp8: t in
-// [8, 0x7E] is its code before the min. Measured (Zen 4, `posenc bench`, the binaries before and
-// after in turn, three rounds): a standalone loop in L1 1.94 -> 1.33 ns per 32 values against the
-// power-of-two path; the fused Llama 2 7B prefill into fp8 8.2-8.6 -> 6.7-7.3 ms, its one-token
-// decode 1.15-1.17 -> 0.95-0.96 us. Two 32-byte streaming stores per block: one 64-byte store
-// where the row allows measured no different (7.0-7.6 ms either way).
-template <bool kStream>
-HWY_NOINLINE POSENC_FP8_VBMI_ATTR void Bf16RowsToFp8Vbmi(const std::uint16_t* in,
-                                                         std::int64_t in_stride, std::uint8_t* out,
-                                                         std::int64_t out_stride, std::int64_t rows,
-                                                         std::int64_t len, const Bf16Fp8Map& map,
-                                                         const Bf16Fp8Tables& tab, bool prefetch) {
-  __m512i low_index = _mm512_load_si512(kLowBytes);
-  __m512i high_index = _mm512_load_si512(kHighBytes);
-  __m512i table0 = _mm512_load_si512(map.bytes);
-  __m512i table1 = _mm512_load_si512(map.bytes + 64);
-  // 2 a = x << 1 (the sign shifted out) in [2 lo, 2 hi]: 2 a - 2 lo, wrapped, at most 2 (hi - lo).
-  __m512i twice_lo = _mm512_set1_epi16(static_cast<std::int16_t>(2 * map.lo));
-  __m512i twice_range = _mm512_set1_epi16(static_cast<std::int16_t>(2 * (map.hi - map.lo)));
-  __m512i sign_bit = _mm512_set1_epi8(static_cast<char>(0x80));
-  // Opaque, as in Bf16Fp8Tables: kept in registers, not re-made inside the loop.
-  asm(""
-      : "+v"(low_index), "+v"(high_index), "+v"(table0), "+v"(table1), "+v"(twice_lo),
-        "+v"(twice_range), "+v"(sign_bit));
-  for (std::int64_t r = 0; r < rows; ++r) {
-    const std::uint16_t* x = in + r * in_stride;
-    std::uint8_t* y = out + r * out_stride;
-    if (prefetch) prefetch_ahead(x, len);
-    for (std::int64_t i = 0; i < len; i += 64) {
-      const __m512i x0 = _mm512_loadu_si512(x + i);
-      const __m512i x1 = _mm512_loadu_si512(x + i + 32);
-      const __mmask32 in0 = _mm512_cmple_epu16_mask(
-          _mm512_sub_epi16(_mm512_slli_epi16(x0, 1), twice_lo), twice_range);
-      const __mmask32 in1 = _mm512_cmple_epu16_mask(
-          _mm512_sub_epi16(_mm512_slli_epi16(x1, 1), twice_lo), twice_range);
-      if (HWY_UNLIKELY((in0 & in1) != 0xFFFFFFFFu)) {
-        StoreBf16AsFp8<kStream>(hn::Vec<hn::ScalableTag<std::uint16_t>>{x0}, tab, y + i);
-        StoreBf16AsFp8<kStream>(hn::Vec<hn::ScalableTag<std::uint16_t>>{x1}, tab, y + i + 32);
-        continue;
-      }
-      const __m512i bits4_11 =
-          _mm512_permutex2var_epi8(_mm512_srli_epi16(x0, 4), low_index, _mm512_srli_epi16(x1, 4));
-      const __m512i low = _mm512_permutex2var_epi8(x0, low_index, x1);
-      const __m512i high = _mm512_permutex2var_epi8(x0, high_index, x1);
-      const __m512i code = _mm512_add_epi8(bits4_11, _mm512_permutex2var_epi8(table0, low, table1));
-      // sign_bit ? high : code.
-      const __m512i bytes = _mm512_ternarylogic_epi32(sign_bit, high, code, 0xCA);
-      if constexpr (kStream) {
-        _mm256_stream_si256(reinterpret_cast<__m256i*>(y + i), _mm512_castsi512_si256(bytes));
-        _mm256_stream_si256(reinterpret_cast<__m256i*>(y + i + 32),
-                            _mm512_extracti64x4_epi64(bytes, 1));
-      } else {
-        _mm512_storeu_si512(y + i, bytes);
-      }
-    }
   }
 }
 
@@ -448,12 +369,10 @@ template <bool kStream = false>
 HWY_INLINE void StoreF16AsFp8(hn::Vec<hn::ScalableTag<std::uint16_t>> x, const F16Fp8Tables& tab,
                               std::uint8_t* p) {
   const hn::ScalableTag<std::uint16_t> du;
-  const hn::Rebind<std::uint8_t, decltype(du)> d8;
   const __m512i xi = x.raw;
   // 2 a = x << 1 (the sign shifted out) in [2 lo, 2 hi]: 2 a - 2 lo, wrapped, at most 2 (hi - lo).
   const __mmask32 covered = _mm512_cmple_epu16_mask(
       _mm512_sub_epi16(_mm512_slli_epi16(xi, 1), tab.twice_lo), tab.twice_range);
-  hn::Vec<decltype(d8)> bytes;
   if (HWY_LIKELY(covered == 0xFFFFFFFFu)) {
     const __m512i j = _mm512_srli_epi16(xi, 4);  // bits 0-5: m >> 4 (the permutes read those)
     const __m512i base = _mm512_permutex2var_epi16(tab.base0, j, tab.base1);
@@ -463,56 +382,65 @@ HWY_INLINE void StoreF16AsFp8(hn::Vec<hn::ScalableTag<std::uint16_t>> x, const F
         _mm512_add_epi16(_mm512_and_si512(_mm512_srli_epi16(xi, 7), tab.exponent8), base);
     const __mmask32 up = _mm512_cmpge_epu16_mask(_mm512_and_si512(xi, tab.low4), step);
     const hn::Vec<decltype(du)> code{_mm512_mask_add_epi16(t, up, t, tab.one)};
-    // The sign, bit 15 of x, into bit 7 of the byte by a bitwise select (VPTERNLOG): the code is
-    // at most 0x7E.
-    bytes = LowBytes(
-        hn::IfVecThenElse(hn::Vec<decltype(du)>{tab.sign_byte}, hn::ShiftRight<8>(x), code));
+    StoreFp8Codes<kStream>(SignedCodes(x, code, hn::Vec<decltype(du)>{tab.sign_byte}), p);
   } else {
-    alignas(64) std::uint16_t words[32];
-    alignas(32) std::uint8_t out[32];
-    hn::Store(x, du, words);
-    F16ToFp8ByFloat(words, tab.scale, tab.inv, out);
-    bytes = hn::Load(d8, out);
-  }
-  if constexpr (kStream) {
-    hn::Stream(bytes, d8, p);
-  } else {
-    hn::StoreU(bytes, d8, p);
+    StoreFp8Codes<kStream>(CodesByFloat(x, tab.scale, tab.inv, F16ToFp8ByFloat), p);
   }
 }
 
-// Rows of f16 words into E4M3 bytes by the scale's F16Fp8Map in byte lanes, 64 values at a time,
-// as Bf16RowsToFp8Vbmi does for bf16 (the same arguments). Where every lane of the 64 has its
-// magnitude in [map.lo, map.hi]:
-//   byte k of (x >> 7), bits 7-14 of word k, is 8 E + (j >> 3) (j = m >> 4); byte k of (x >> 4)
-//   has j in bits 0-5 and E's low bit in bit 6, and indexes map.bytes (base[j] - (j >> 3)) and
-//   map.steps (step[j]), two two-table byte permutes; with r = x & 15, from the low byte, the code
-//   is 8 E + (j >> 3) + bytes + (r >= steps), t itself, which is in [8, 0x7E] (the sums wrap mod
-//   256 on the way); the sign goes on top from the high byte, as for bf16.
-// Four byte permutes gather the bytes: about 20 operations per 64 values, checks included and
-// loads and stores aside, against about 32 for two vectors of StoreF16AsFp8. Other blocks go
-// through StoreF16AsFp8, 32 at a time, with the same bits.
-template <bool kStream>
-HWY_NOINLINE POSENC_FP8_VBMI_ATTR void F16RowsToFp8Vbmi(const std::uint16_t* in,
-                                                        std::int64_t in_stride, std::uint8_t* out,
-                                                        std::int64_t out_stride, std::int64_t rows,
-                                                        std::int64_t len, const F16Fp8Map& map,
-                                                        const F16Fp8Tables& tab, bool prefetch) {
-  __m512i low_index = _mm512_load_si512(kLowBytes);
-  __m512i high_index = _mm512_load_si512(kHighBytes);
-  __m512i bytes0 = _mm512_load_si512(map.bytes);
-  __m512i bytes1 = _mm512_load_si512(map.bytes + 64);
-  __m512i steps0 = _mm512_load_si512(map.steps);
-  __m512i steps1 = _mm512_load_si512(map.steps + 64);
+// 32 bf16 or f16 words -> 32 E4M3 bytes at p by the 16-bit lanes the tables are for.
+template <bool kStream = false>
+HWY_INLINE void StoreHalfAsFp8(hn::Vec<hn::ScalableTag<std::uint16_t>> x, const Bf16Fp8Tables& tab,
+                               std::uint8_t* p) {
+  StoreBf16AsFp8<kStream>(x, tab, p);
+}
+template <bool kStream = false>
+HWY_INLINE void StoreHalfAsFp8(hn::Vec<hn::ScalableTag<std::uint16_t>> x, const F16Fp8Tables& tab,
+                               std::uint8_t* p) {
+  StoreF16AsFp8<kStream>(x, tab, p);
+}
+
+// The AVX3 target's options and AVX-512 VBMI (avx512_vbmi_enabled). All of them: clang takes a
+// function's target attribute in place of the one Highway pushes, GCC in addition to it.
+#define POSENC_FP8_VBMI_ATTR __attribute__((target(HWY_TARGET_STR ",avx512vbmi")))
+
+// Byte k of the result: byte 2 k (kLowBytes) or 2 k + 1 (kHighBytes) of two vectors of 32 words.
+alignas(64) inline constexpr std::uint8_t kLowBytes[64] = {
+    0,  2,  4,   6,   8,   10,  12,  14,  16,  18,  20,  22,  24,  26,  28,  30,
+    32, 34, 36,  38,  40,  42,  44,  46,  48,  50,  52,  54,  56,  58,  60,  62,
+    64, 66, 68,  70,  72,  74,  76,  78,  80,  82,  84,  86,  88,  90,  92,  94,
+    96, 98, 100, 102, 104, 106, 108, 110, 112, 114, 116, 118, 120, 122, 124, 126};
+alignas(64) inline constexpr std::uint8_t kHighBytes[64] = {
+    1,  3,  5,   7,   9,   11,  13,  15,  17,  19,  21,  23,  25,  27,  29,  31,
+    33, 35, 37,  39,  41,  43,  45,  47,  49,  51,  53,  55,  57,  59,  61,  63,
+    65, 67, 69,  71,  73,  75,  77,  79,  81,  83,  85,  87,  89,  91,  93,  95,
+    97, 99, 101, 103, 105, 107, 109, 111, 113, 115, 117, 119, 121, 123, 125, 127};
+
+// Rows of bf16 or f16 words into E4M3 bytes in byte lanes, 64 values at a time, the loop
+// Bf16RowsToFp8Vbmi and F16RowsToFp8Vbmi share: `rows` rows of `len` words (a multiple of 64) at
+// in + r in_stride into out + r out_stride, with kStream streaming stores (each row aligned to 32
+// bytes), with `prefetch` each input row's prefetch_ahead (rotate.h). A block whose 64 magnitudes
+// all lie in [map.lo, map.hi] (the scale's table's range: normal, unsaturated codes) gets its
+// codes from Codes (Bf16BlockCodes, F16BlockCodes: the map's byte tables, in registers for the
+// loop, made here: made by the caller and passed by value, they made a one-token decode into fp8
+// 2-5% slower, and rotate-then-copy, whose copy goes head by head, 14% slower; Zen 4, the
+// binaries in turn, two rounds); other blocks go through the 16-bit lanes `tab` is for
+// (StoreHalfAsFp8), 32 at a time, the same bits.
+// The range check per 32 words: x << 1 (the sign shifted out) - 2 lo, wrapped, at most
+// 2 (hi - lo). Two 32-byte streaming stores per block: one 64-byte store where the row allows
+// measured no different (session 26: 7.0-7.6 ms for the Llama 2 7B prefill either way).
+template <bool kStream, class Codes, class Map, class Tables>
+HWY_NOINLINE POSENC_FP8_VBMI_ATTR void HalfRowsToFp8Vbmi(const std::uint16_t* in,
+                                                         std::int64_t in_stride, std::uint8_t* out,
+                                                         std::int64_t out_stride, std::int64_t rows,
+                                                         std::int64_t len, const Map& map,
+                                                         const Tables& tab, bool prefetch) {
+  Codes codes(map);
   __m512i twice_lo = _mm512_set1_epi16(static_cast<std::int16_t>(2 * map.lo));
   __m512i twice_range = _mm512_set1_epi16(static_cast<std::int16_t>(2 * (map.hi - map.lo)));
-  __m512i low4 = _mm512_set1_epi8(0x0F);
-  __m512i one = _mm512_set1_epi8(1);
-  __m512i sign_bit = _mm512_set1_epi8(static_cast<char>(0x80));
   // Opaque, as in Bf16Fp8Tables: kept in registers, not re-made inside the loop.
-  asm(""
-      : "+v"(low_index), "+v"(high_index), "+v"(bytes0), "+v"(bytes1), "+v"(steps0), "+v"(steps1),
-        "+v"(twice_lo), "+v"(twice_range), "+v"(low4), "+v"(one), "+v"(sign_bit));
+  asm("" : "+v"(twice_lo), "+v"(twice_range));
+  codes.KeepInRegisters();
   for (std::int64_t r = 0; r < rows; ++r) {
     const std::uint16_t* x = in + r * in_stride;
     std::uint8_t* y = out + r * out_stride;
@@ -525,23 +453,11 @@ HWY_NOINLINE POSENC_FP8_VBMI_ATTR void F16RowsToFp8Vbmi(const std::uint16_t* in,
       const __mmask32 in1 = _mm512_cmple_epu16_mask(
           _mm512_sub_epi16(_mm512_slli_epi16(x1, 1), twice_lo), twice_range);
       if (HWY_UNLIKELY((in0 & in1) != 0xFFFFFFFFu)) {
-        StoreF16AsFp8<kStream>(hn::Vec<hn::ScalableTag<std::uint16_t>>{x0}, tab, y + i);
-        StoreF16AsFp8<kStream>(hn::Vec<hn::ScalableTag<std::uint16_t>>{x1}, tab, y + i + 32);
+        StoreHalfAsFp8<kStream>(hn::Vec<hn::ScalableTag<std::uint16_t>>{x0}, tab, y + i);
+        StoreHalfAsFp8<kStream>(hn::Vec<hn::ScalableTag<std::uint16_t>>{x1}, tab, y + i + 32);
         continue;
       }
-      const __m512i bits7_14 =
-          _mm512_permutex2var_epi8(_mm512_srli_epi16(x0, 7), low_index, _mm512_srli_epi16(x1, 7));
-      const __m512i bits4_11 =
-          _mm512_permutex2var_epi8(_mm512_srli_epi16(x0, 4), low_index, _mm512_srli_epi16(x1, 4));
-      const __m512i low = _mm512_permutex2var_epi8(x0, low_index, x1);
-      const __m512i high = _mm512_permutex2var_epi8(x0, high_index, x1);
-      const __m512i t =
-          _mm512_add_epi8(bits7_14, _mm512_permutex2var_epi8(bytes0, bits4_11, bytes1));
-      const __mmask64 up = _mm512_cmpge_epu8_mask(
-          _mm512_and_si512(low, low4), _mm512_permutex2var_epi8(steps0, bits4_11, steps1));
-      const __m512i code = _mm512_mask_add_epi8(t, up, t, one);
-      // sign_bit ? high : code.
-      const __m512i bytes = _mm512_ternarylogic_epi32(sign_bit, high, code, 0xCA);
+      const __m512i bytes = codes(x0, x1);
       if constexpr (kStream) {
         _mm256_stream_si256(reinterpret_cast<__m256i*>(y + i), _mm512_castsi512_si256(bytes));
         _mm256_stream_si256(reinterpret_cast<__m256i*>(y + i + 32),
@@ -551,6 +467,102 @@ HWY_NOINLINE POSENC_FP8_VBMI_ATTR void F16RowsToFp8Vbmi(const std::uint16_t* in,
       }
     }
   }
+}
+
+// The codes of 64 bf16 words (two vectors) whose magnitudes lie in the table's range, by the
+// scale's Bf16Fp8Map in byte lanes:
+//   byte k of (x >> 4), bits 4-11 of word k, is (8 E + (m >> 4)) mod 256, and its sum with
+//   map.bytes[m] (a two-table byte permute indexed by the low byte, whose bits 0-6 are m) is
+//   the code; the sign, bit 7 of the high byte, goes on top by a bitwise select.
+// Three two-source byte permutes gather the bytes: about 14 operations per 64 values with
+// HalfRowsToFp8Vbmi's checks, loads and stores aside, against about 20 for two vectors of the
+// power-of-two path and 28 of the table path. The same bits as StoreBf16AsFp8: t in [8, 0x7E] is
+// its code before the min.
+struct Bf16BlockCodes {
+  explicit Bf16BlockCodes(const Bf16Fp8Map& map)
+      : low_index(_mm512_load_si512(kLowBytes)),
+        high_index(_mm512_load_si512(kHighBytes)),
+        table0(_mm512_load_si512(map.bytes)),
+        table1(_mm512_load_si512(map.bytes + 64)),
+        sign_bit(_mm512_set1_epi8(static_cast<char>(0x80))) {}
+  HWY_INLINE void KeepInRegisters() {
+    asm("" : "+v"(low_index), "+v"(high_index), "+v"(table0), "+v"(table1), "+v"(sign_bit));
+  }
+  HWY_INLINE POSENC_FP8_VBMI_ATTR __m512i operator()(__m512i x0, __m512i x1) const {
+    const __m512i bits4_11 =
+        _mm512_permutex2var_epi8(_mm512_srli_epi16(x0, 4), low_index, _mm512_srli_epi16(x1, 4));
+    const __m512i low = _mm512_permutex2var_epi8(x0, low_index, x1);
+    const __m512i high = _mm512_permutex2var_epi8(x0, high_index, x1);
+    const __m512i code = _mm512_add_epi8(bits4_11, _mm512_permutex2var_epi8(table0, low, table1));
+    return _mm512_ternarylogic_epi32(sign_bit, high, code, 0xCA);  // sign_bit ? high : code
+  }
+  __m512i low_index, high_index, table0, table1, sign_bit;
+};
+
+// Rows of bf16 words into E4M3 bytes by the scale's table in byte lanes (HalfRowsToFp8Vbmi with
+// Bf16BlockCodes, StoreBf16AsFp8 for the other blocks). Measured (Zen 4, `posenc bench`, the
+// binaries before and after in turn, three rounds): a standalone loop in L1 1.94 -> 1.33 ns per
+// 32 values against the power-of-two path; the fused Llama 2 7B prefill into fp8 8.2-8.6 -> 6.7-7.3
+// ms, its one-token decode 1.15-1.17 -> 0.95-0.96 us.
+template <bool kStream>
+HWY_INLINE void Bf16RowsToFp8Vbmi(const std::uint16_t* in, std::int64_t in_stride,
+                                  std::uint8_t* out, std::int64_t out_stride, std::int64_t rows,
+                                  std::int64_t len, const Bf16Fp8Map& map, const Bf16Fp8Tables& tab,
+                                  bool prefetch) {
+  HalfRowsToFp8Vbmi<kStream, Bf16BlockCodes>(in, in_stride, out, out_stride, rows, len, map, tab,
+                                             prefetch);
+}
+
+// The codes of 64 f16 words (two vectors) whose magnitudes lie in the tables' range, by the
+// scale's F16Fp8Map in byte lanes:
+//   byte k of (x >> 7), bits 7-14 of word k, is 8 E + (j >> 3) (j = m >> 4); byte k of (x >> 4)
+//   has j in bits 0-5 and E's low bit in bit 6, and indexes map.bytes (base[j] - (j >> 3)) and
+//   map.steps (step[j]), two two-table byte permutes; with r = x & 15, from the low byte, the code
+//   is 8 E + (j >> 3) + bytes + (r >= steps), t itself, which is in [8, 0x7E] (the sums wrap mod
+//   256 on the way); the sign goes on top from the high byte, as for bf16.
+// Four byte permutes gather the bytes: about 20 operations per 64 values with
+// HalfRowsToFp8Vbmi's checks, loads and stores aside, against about 32 for two vectors of
+// StoreF16AsFp8.
+struct F16BlockCodes {
+  explicit F16BlockCodes(const F16Fp8Map& map)
+      : low_index(_mm512_load_si512(kLowBytes)),
+        high_index(_mm512_load_si512(kHighBytes)),
+        bytes0(_mm512_load_si512(map.bytes)),
+        bytes1(_mm512_load_si512(map.bytes + 64)),
+        steps0(_mm512_load_si512(map.steps)),
+        steps1(_mm512_load_si512(map.steps + 64)),
+        low4(_mm512_set1_epi8(0x0F)),
+        one(_mm512_set1_epi8(1)),
+        sign_bit(_mm512_set1_epi8(static_cast<char>(0x80))) {}
+  HWY_INLINE void KeepInRegisters() {
+    asm(""
+        : "+v"(low_index), "+v"(high_index), "+v"(bytes0), "+v"(bytes1), "+v"(steps0), "+v"(steps1),
+          "+v"(low4), "+v"(one), "+v"(sign_bit));
+  }
+  HWY_INLINE POSENC_FP8_VBMI_ATTR __m512i operator()(__m512i x0, __m512i x1) const {
+    const __m512i bits7_14 =
+        _mm512_permutex2var_epi8(_mm512_srli_epi16(x0, 7), low_index, _mm512_srli_epi16(x1, 7));
+    const __m512i bits4_11 =
+        _mm512_permutex2var_epi8(_mm512_srli_epi16(x0, 4), low_index, _mm512_srli_epi16(x1, 4));
+    const __m512i low = _mm512_permutex2var_epi8(x0, low_index, x1);
+    const __m512i high = _mm512_permutex2var_epi8(x0, high_index, x1);
+    const __m512i t = _mm512_add_epi8(bits7_14, _mm512_permutex2var_epi8(bytes0, bits4_11, bytes1));
+    const __mmask64 up = _mm512_cmpge_epu8_mask(_mm512_and_si512(low, low4),
+                                                _mm512_permutex2var_epi8(steps0, bits4_11, steps1));
+    const __m512i code = _mm512_mask_add_epi8(t, up, t, one);
+    return _mm512_ternarylogic_epi32(sign_bit, high, code, 0xCA);  // sign_bit ? high : code
+  }
+  __m512i low_index, high_index, bytes0, bytes1, steps0, steps1, low4, one, sign_bit;
+};
+
+// Rows of f16 words into E4M3 bytes by the scale's tables in byte lanes (HalfRowsToFp8Vbmi with
+// F16BlockCodes, StoreF16AsFp8 for the other blocks).
+template <bool kStream>
+HWY_INLINE void F16RowsToFp8Vbmi(const std::uint16_t* in, std::int64_t in_stride, std::uint8_t* out,
+                                 std::int64_t out_stride, std::int64_t rows, std::int64_t len,
+                                 const F16Fp8Map& map, const F16Fp8Tables& tab, bool prefetch) {
+  HalfRowsToFp8Vbmi<kStream, F16BlockCodes>(in, in_stride, out, out_stride, rows, len, map, tab,
+                                            prefetch);
 }
 
 // Whether F16RowsToFp8Vbmi serves this scale now: AVX-512 VBMI on, and a table with lanes inside.
