@@ -86,6 +86,8 @@ bool MakeF16Fp8Map(float scale, F16Fp8Map* map) {
     for (int r = 0; r < 16; ++r) {  // the two-level form holds (kv_cache_kernel.h says why)
       if (codes[16 * j + r] != codes[16 * j] + (r >= step ? 1 : 0)) return false;
     }
+    // And the codes grow from bucket to bucket, which the search for [lo, hi] below relies on.
+    if (j > 0 && codes[16 * j] < codes[16 * j - 1]) return false;
     made.base[j] = static_cast<std::int16_t>(base);
     made.step[j] = static_cast<std::int16_t>(step);
     for (int k : {j, j + 64}) {  // the byte lanes' tables: E's low bit in bit 6 of the index
