@@ -211,10 +211,10 @@ void check_distinct(std::span<const Cell> cells, const KvCache& c, const KvAppen
 // more, and engines call with the same few scales (one per layer for k and for v) step after
 // step: each thread keeps 256 per role and map type, made on first use, in 64 sets of 4 picked
 // by the scale's bits, the oldest in a full set replaced (264 KiB for bf16's, 328 KiB for f16's,
-// allocated on the thread's first fp8 append from that dtype). Direct-mapped slots (64 before session
-// 27) would put some of 32 layers' scales on one slot, each then remade on every call. A pointer
-// stays valid for the call: k's and v's slots are apart, and the thread's slots change only in
-// its own later calls.
+// allocated on the thread's first fp8 append from that dtype). Direct-mapped slots (64 before
+// session 27) would put some of 32 layers' scales on one slot, each then remade on every call. A
+// pointer stays valid for the call: k's and v's slots are apart, and the thread's slots change
+// only in its own later calls.
 template <class Map>
 const Map* fp8_map(int role, float scale, bool (*make)(float, Map&)) {
   struct Slot {

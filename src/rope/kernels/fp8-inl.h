@@ -83,8 +83,8 @@ inline HWY_NOINLINE void FloatsToFp8ByFloat(const float* v, std::int64_t count, 
   }
 }
 
-// 32 f16 words -> 32 E4M3 bytes by the float path: each word widened to float32 (exact, half-inl.h's
-// LoadF32), then StoreCache's operations.
+// 32 f16 words -> 32 E4M3 bytes by the float path: each word widened to float32 (exact,
+// half-inl.h's LoadF32), then StoreCache's operations.
 inline HWY_NOINLINE void F16ToFp8ByFloat(const std::uint16_t* words, float scale, float inv,
                                          std::uint8_t* out) {
   const hn::CappedTag<float, 16> d;

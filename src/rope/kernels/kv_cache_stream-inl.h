@@ -1,8 +1,8 @@
 // src/rope/kernels/kv_cache_stream-inl.h: how the fused KV-cache kernel writes a prefill's cache
 // rows with streaming (non-temporal) stores (internal; kv_cache_streaming.h says when): whole
 // aligned vectors copied out of a staging row, rows of the cache's own dtype or bf16 and f16 into
-// fp8 streamed straight from the input, and rotated k streamed straight from the registers. Included
-// once per target after foreach_target.h, by kv_cache-inl.h.
+// fp8 streamed straight from the input, and rotated k streamed straight from the registers.
+// Included once per target after foreach_target.h, by kv_cache-inl.h.
 
 // Per-target include guard: re-entered once for each HWY_TARGET_TOGGLE.
 #if defined(POSENC_KERNELS_KV_CACHE_STREAM_INL_H_) == defined(HWY_TARGET_TOGGLE)
