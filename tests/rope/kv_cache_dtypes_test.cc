@@ -398,6 +398,67 @@ TEST(KvCache, Fp8TableRangesAreTheWidest) {
   EXPECT_GT(f16.lo, f16.hi);
 }
 
+// The tables are kept per thread, 256 scales per role in sets of 4 (kv_cache.cc): many scales in
+// turn, more than that, k's and v's apart, as an engine with per-layer scales calls, each call's
+// bits the reference's; and the same scales again after they were evicted. bf16 and f16 inputs,
+// on every target (the tables are the same on all of them; only AVX-512 reads them).
+TEST(KvCache, Fp8TablesKeptAcrossCallsGiveEachScalesBits) {
+  const std::int64_t d = 128;
+  constexpr int kLayers = 300;
+  auto k_scale = [](int layer) { return (0.5f + 0.003f * static_cast<float>(layer)) / 448; };
+  auto v_scale = [](int layer) { return (1.5f + 0.007f * static_cast<float>(layer)) / 448; };
+  struct Input {
+    DType dtype;
+    std::vector<std::uint16_t> words;
+    std::vector<std::uint8_t> k_codes, v_codes;  // the reference's, layer after layer
+  };
+  Input inputs[] = {{DType::kBF16, {}, {}, {}}, {DType::kF16, {}, {}, {}}};
+  for (Input& in : inputs) {
+    const bool bf16 = in.dtype == DType::kBF16;
+    for (std::int64_t i = 0; i < d; ++i) {
+      const float x = (i % 2 ? -1.0f : 1.0f) * (0.05f + 0.013f * static_cast<float>(i));
+      in.words.push_back(bf16 ? posenc_ref::ToBf16(x) : posenc_ref::ToF16(x));
+    }
+    for (int layer = 0; layer < kLayers; ++layer) {
+      for (const std::uint16_t w : in.words) {
+        const float x = bf16 ? posenc_ref::FromBf16(w) : posenc_ref::FromF16(w);
+        in.k_codes.push_back(posenc_ref::ToFp8E4M3(x / k_scale(layer)));
+        in.v_codes.push_back(posenc_ref::ToFp8E4M3(x / v_scale(layer)));
+      }
+    }
+  }
+  posenc_test::ForEachTarget([&](const std::string& target) {
+    const posenc::Frequencies f =
+        posenc::compute_frequencies(posenc::testing::Spec(d, d, 0, Layout::kHalfSplit));
+    std::vector<std::uint8_t> kc(d), vc(d);
+    posenc::KvCache cache = posenc::KvCache::contiguous(kc.data(), vc.data(), CacheDType::kFp8E4M3,
+                                                        KvCacheLayout::kVllm, 1, 1, 1, d);
+    const std::vector<std::int64_t> pos = {0}, slots = {0};
+    for (int round = 0; round < 2; ++round) {
+      for (int layer = 0; layer < kLayers; ++layer) {
+        for (Input& in : inputs) {
+          cache.k_scale = k_scale(layer);
+          cache.v_scale = v_scale(layer);
+          posenc::KvAppendArgs a;
+          a.k = posenc::TensorView::contiguous(in.words.data(), in.dtype, 1, 1, d);
+          a.v = a.k;
+          a.rotate = false;
+          a.positions = std::span<const std::int64_t>(pos);
+          a.slot_mapping = slots;
+          posenc::rope_append_kv_cache(f, cache, a);
+          const auto at = static_cast<std::ptrdiff_t>(layer * d);
+          ASSERT_TRUE(std::equal(kc.begin(), kc.end(), in.k_codes.begin() + at))
+              << target << " " << posenc::dtype_name(in.dtype) << " round " << round << " layer "
+              << layer << ": k";
+          ASSERT_TRUE(std::equal(vc.begin(), vc.end(), in.v_codes.begin() + at))
+              << target << " " << posenc::dtype_name(in.dtype) << " round " << round << " layer "
+              << layer << ": v";
+        }
+      }
+    }
+  });
+}
+
 TEST(KvCache, EveryBf16ToFp8MatchesReference) {
   CheckEveryHalfToFp8({DType::kBF16,
                        posenc_ref::FromBf16,
