@@ -575,6 +575,42 @@ inline bool F16Fp8ByBytes(const CacheScale& cs) {
 inline bool Bf16Fp8ByBytes(const CacheScale& cs) {
   return cs.bf16 != nullptr && cs.bf16->lo <= cs.bf16->hi && avx512_vbmi_enabled();
 }
+
+// bf16 and f16 alike for the callers (kv_cache-inl.h, kv_cache_stream-inl.h), by the type of the
+// tables (HalfFp8Tables, below) or the input's tag: whether the byte lanes serve the scale, rows
+// in byte lanes, and the 16-bit store a loop picks once (WithBf16Fp8Store's choice for bf16).
+template <class Tag>
+HWY_INLINE bool HalfFp8ByBytes(const CacheScale& cs) {
+  if constexpr (std::is_same_v<Tag, BF16Tag>) {
+    return Bf16Fp8ByBytes(cs);
+  } else {
+    return F16Fp8ByBytes(cs);
+  }
+}
+template <bool kStream>
+HWY_INLINE void HalfRowsToFp8Bytes(const std::uint16_t* in, std::int64_t in_stride,
+                                   std::uint8_t* out, std::int64_t out_stride, std::int64_t rows,
+                                   std::int64_t len, const CacheScale& cs, const Bf16Fp8Tables& tab,
+                                   bool prefetch) {
+  Bf16RowsToFp8Vbmi<kStream>(in, in_stride, out, out_stride, rows, len, *cs.bf16, tab, prefetch);
+}
+template <bool kStream>
+HWY_INLINE void HalfRowsToFp8Bytes(const std::uint16_t* in, std::int64_t in_stride,
+                                   std::uint8_t* out, std::int64_t out_stride, std::int64_t rows,
+                                   std::int64_t len, const CacheScale& cs, const F16Fp8Tables& tab,
+                                   bool prefetch) {
+  F16RowsToFp8Vbmi<kStream>(in, in_stride, out, out_stride, rows, len, *cs.f16, tab, prefetch);
+}
+template <bool kStream = false, class F>
+HWY_INLINE void WithHalfFp8Store(const Bf16Fp8Tables& tab, const F& f) {
+  WithBf16Fp8Store<kStream>(tab, f);
+}
+template <bool kStream = false, class F>
+HWY_INLINE void WithHalfFp8Store(const F16Fp8Tables& tab, const F& f) {
+  f([&tab](hn::Vec<hn::ScalableTag<std::uint16_t>> x, std::uint8_t* p) {
+    StoreF16AsFp8<kStream>(x, tab, p);
+  });
+}
 #endif
 
 // Whether values of KTag go into a cache of CTag through StoreBf16AsFp8: bf16 into fp8 on
@@ -616,6 +652,11 @@ struct F16Fp8Tables {
   explicit F16Fp8Tables(const CacheScale&) {}
 };
 #endif
+
+// The tables StoreHalfAsFp8 takes for Tag's words: Bf16Fp8Tables for bf16, F16Fp8Tables for f16
+// (and for f32, whose values never take them: StoresHalfAsFp8 is false).
+template <class Tag>
+using HalfFp8Tables = std::conditional_t<std::is_same_v<Tag, BF16Tag>, Bf16Fp8Tables, F16Fp8Tables>;
 
 }  // namespace HWY_NAMESPACE
 }  // namespace posenc::detail

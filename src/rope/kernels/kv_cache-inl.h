@@ -136,30 +136,18 @@ HWY_NOINLINE void ConvertCopy(InTag itag, CTag ctag, const typename InTag::Stora
   }
   std::int64_t i = 0;
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
-  if constexpr (std::is_same_v<InTag, BF16Tag> && std::is_same_v<CTag, Fp8Tag>) {
-    if (StoresBf16AsFp8<InTag, CTag>(scale)) {
-      const Bf16Fp8Tables tab(scale);
-      if (count >= 64 && Bf16Fp8ByBytes(scale)) {
+  if constexpr (!std::is_same_v<InTag, F32Tag> && std::is_same_v<CTag, Fp8Tag>) {
+    if (StoresHalfAsFp8<InTag, CTag>(scale)) {
+      const HalfFp8Tables<InTag> tab(scale);
+      if (count >= 64 && HalfFp8ByBytes<InTag>(scale)) {
         i = count / 64 * 64;
-        Bf16RowsToFp8Vbmi<false>(in, 0, out, 0, 1, i, *scale.bf16, tab, false);
+        HalfRowsToFp8Bytes<false>(in, 0, out, 0, 1, i, scale, tab, false);
       }
       const hn::ScalableTag<std::uint16_t> du;
       const auto lanes = static_cast<std::int64_t>(hn::Lanes(du));
-      WithBf16Fp8Store(tab, [&](const auto& store) {
+      WithHalfFp8Store(tab, [&](const auto& store) {
         for (; i + lanes <= count; i += lanes) store(hn::LoadU(du, in + i), out + i);
       });
-    }
-  }
-  if constexpr (std::is_same_v<InTag, F16Tag> && std::is_same_v<CTag, Fp8Tag>) {
-    if (StoresF16AsFp8<InTag, CTag>(scale)) {
-      const F16Fp8Tables tab(scale);
-      if (count >= 64 && F16Fp8ByBytes(scale)) {
-        i = count / 64 * 64;
-        F16RowsToFp8Vbmi<false>(in, 0, out, 0, 1, i, *scale.f16, tab, false);
-      }
-      const hn::ScalableTag<std::uint16_t> du;
-      const auto lanes = static_cast<std::int64_t>(hn::Lanes(du));
-      for (; i + lanes <= count; i += lanes) StoreF16AsFp8(hn::LoadU(du, in + i), tab, out + i);
     }
   }
 #endif
@@ -180,27 +168,20 @@ HWY_NOINLINE void ConvertCopy(InTag itag, CTag ctag, const typename InTag::Stora
   for (; i < count; ++i) StoreCache(ctag, d1, LoadF32(itag, d1, in + i), out + i, scale);
 }
 
-// EmitK2, or with Bf16Fp8Tables or F16Fp8Tables (tab, f16_tab: bf16 or f16 k into fp8 on
-// AVX-512; else null) the two vectors' words (what apply_rope stores, also to `back`) converted to
-// E4M3 in 16-bit lanes.
+// EmitK2, or with HalfFp8Tables (tab: bf16 or f16 k into fp8 on AVX-512; else null) the two
+// vectors' words (what apply_rope stores, also to `back`) converted to E4M3 in 16-bit lanes.
 template <class KTag, class CTag, class D>
 HWY_INLINE void EmitK2Mapped(KTag ktag, CTag ctag, D d, hn::Vec<D> y0, hn::Vec<D> y1,
                              typename KTag::Storage* back, typename CTag::Storage* cache,
-                             CacheScale scale, [[maybe_unused]] const Bf16Fp8Tables* tab,
-                             [[maybe_unused]] const F16Fp8Tables* f16_tab) {
+                             CacheScale scale, [[maybe_unused]] const HalfFp8Tables<KTag>* tab) {
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
   if constexpr (!std::is_same_v<KTag, F32Tag> && std::is_same_v<CTag, Fp8Tag> &&
                 hn::MaxLanes(D()) * 2 == hn::MaxLanes(hn::ScalableTag<std::uint16_t>())) {
-    if (tab || f16_tab) {
+    if (tab) {
       alignas(64) std::uint16_t words[2 * hn::MaxLanes(D())];
       std::uint16_t* w = back ? back : words;
       StoreResultsF32x2(ktag, d, y0, y1, w);
-      const auto x = hn::LoadU(hn::ScalableTag<std::uint16_t>(), w);
-      if constexpr (std::is_same_v<KTag, BF16Tag>) {
-        StoreBf16AsFp8(x, *tab, cache);
-      } else {
-        StoreF16AsFp8(x, *f16_tab, cache);
-      }
+      StoreHalfAsFp8(hn::LoadU(hn::ScalableTag<std::uint16_t>(), w), *tab, cache);
       return;
     }
   }
@@ -218,12 +199,9 @@ HWY_NOINLINE void RotateKHead(KTag ktag, CTag ctag, const typename KTag::Storage
   const std::int64_t n = t.pairs;
   const CacheScale scale = KeyScale(t);
   // The table in registers for the whole head, where there is one.
-  std::optional<Bf16Fp8Tables> tables;
-  if (StoresBf16AsFp8<KTag, CTag>(scale)) tables.emplace(scale);
-  [[maybe_unused]] const Bf16Fp8Tables* tab = tables ? &*tables : nullptr;
-  std::optional<F16Fp8Tables> f16_tables;
-  if (StoresF16AsFp8<KTag, CTag>(scale)) f16_tables.emplace(scale);
-  [[maybe_unused]] const F16Fp8Tables* f16_tab = f16_tables ? &*f16_tables : nullptr;
+  std::optional<HalfFp8Tables<KTag>> tables;
+  if (StoresHalfAsFp8<KTag, CTag>(scale)) tables.emplace(scale);
+  [[maybe_unused]] const HalfFp8Tables<KTag>* tab = tables ? &*tables : nullptr;
   auto at = [&](std::int64_t j) { return back ? back + j : nullptr; };
   if (t.layout == Layout::kHalfSplit) {
     std::int64_t i = 0;
@@ -243,8 +221,8 @@ HWY_NOINLINE void RotateKHead(KTag ktag, CTag ctag, const typename KTag::Storage
                     hn::LoadU(d, t.c + i), hn::LoadU(d, t.s + i), ya0, yb0);
       HalfSplitMath(d, LoadF32(ktag, d, in + i + lanes), LoadF32(ktag, d, in + i + n + lanes),
                     hn::LoadU(d, t.c + i + lanes), hn::LoadU(d, t.s + i + lanes), ya1, yb1);
-      EmitK2Mapped(ktag, ctag, d, ya0, ya1, at(i), out + i, scale, tab, f16_tab);
-      EmitK2Mapped(ktag, ctag, d, yb0, yb1, at(i + n), out + i + n, scale, tab, f16_tab);
+      EmitK2Mapped(ktag, ctag, d, ya0, ya1, at(i), out + i, scale, tab);
+      EmitK2Mapped(ktag, ctag, d, yb0, yb1, at(i + n), out + i + n, scale, tab);
     }
     for (; i + lanes <= n; i += lanes) body(d, i);
     NarrowerVectors(i, n, body);
@@ -265,7 +243,7 @@ HWY_NOINLINE void RotateKHead(KTag ktag, CTag ctag, const typename KTag::Storage
         InterleavedMath(d, x0, hn::Shuffle2301(x0), hn::LoadU(d, t.c + j), hn::LoadU(d, t.s + j));
     const auto y1 = InterleavedMath(d, x1, hn::Shuffle2301(x1), hn::LoadU(d, t.c + j + lanes),
                                     hn::LoadU(d, t.s + j + lanes));
-    EmitK2Mapped(ktag, ctag, d, y0, y1, at(j), out + j, scale, tab, f16_tab);
+    EmitK2Mapped(ktag, ctag, d, y0, y1, at(j), out + j, scale, tab);
   }
   auto interleaved = [&](auto dd, std::int64_t j0) {
     const auto x = LoadF32(ktag, dd, in + j0);

@@ -101,16 +101,10 @@ HWY_INLINE bool StreamHalfAsFp8Row([[maybe_unused]] const TokenKv& t,
       return false;
     }
     if (!StoresHalfAsFp8<InTag, CTag>(scale)) return false;
-    if constexpr (std::is_same_v<InTag, BF16Tag>) {
-      const Bf16Fp8Tables tab(scale);
-      WithBf16Fp8Store<true>(tab, [&](const auto& store) {
-        for (std::int64_t i = 0; i < t.head_dim; i += lanes) store(hn::LoadU(du, in + i), out + i);
-      });
-    } else {
-      const F16Fp8Tables tab(scale);
-      for (std::int64_t i = 0; i < t.head_dim; i += lanes)
-        StoreF16AsFp8<true>(hn::LoadU(du, in + i), tab, out + i);
-    }
+    const HalfFp8Tables<InTag> tab(scale);
+    WithHalfFp8Store<true>(tab, [&](const auto& store) {
+      for (std::int64_t i = 0; i < t.head_dim; i += lanes) store(hn::LoadU(du, in + i), out + i);
+    });
     return true;
   }
 #endif
@@ -132,21 +126,13 @@ HWY_INLINE bool StreamHalfAsFp8Rows([[maybe_unused]] const TokenKv& t,
                                     [[maybe_unused]] bool prefetch) {
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
   if constexpr (!std::is_same_v<InTag, F32Tag> && std::is_same_v<CTag, Fp8Tag>) {
-    constexpr bool kBf16 = std::is_same_v<InTag, BF16Tag>;
     if (!t.stream_cache || t.head_dim % 64 != 0 || t.cache_head_stride % 32 != 0 ||
-        reinterpret_cast<std::uintptr_t>(out) % 32 != 0 ||
-        !(kBf16 ? Bf16Fp8ByBytes(scale) : F16Fp8ByBytes(scale))) {
+        reinterpret_cast<std::uintptr_t>(out) % 32 != 0 || !HalfFp8ByBytes<InTag>(scale)) {
       return false;
     }
-    if constexpr (kBf16) {
-      const Bf16Fp8Tables tab(scale);
-      Bf16RowsToFp8Vbmi<true>(in, in_stride, out, t.cache_head_stride, t.heads, t.head_dim,
-                              *scale.bf16, tab, prefetch);
-    } else {
-      const F16Fp8Tables tab(scale);
-      F16RowsToFp8Vbmi<true>(in, in_stride, out, t.cache_head_stride, t.heads, t.head_dim,
-                             *scale.f16, tab, prefetch);
-    }
+    const HalfFp8Tables<InTag> tab(scale);
+    HalfRowsToFp8Bytes<true>(in, in_stride, out, t.cache_head_stride, t.heads, t.head_dim, scale,
+                             tab, prefetch);
     return true;
   }
 #endif
