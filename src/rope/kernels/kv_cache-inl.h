@@ -59,10 +59,7 @@ HWY_INLINE void StoreCache(Tag tag, D d, hn::Vec<D> v, typename Tag::Storage* p,
 }
 template <class D>
 HWY_INLINE void StoreCache(Fp8Tag, D d, hn::Vec<D> v, std::uint8_t* p, CacheScale sc) {
-  // A power-of-two scale multiplies by its exact reciprocal: the same correctly rounded quotient
-  // as the division (kv_cache_kernel.h), at a fraction of vdivps' throughput cost.
-  StoreFp8(d, sc.inv != 0.0f ? hn::Mul(v, hn::Set(d, sc.inv)) : hn::Div(v, hn::Set(d, sc.scale)),
-           p);
+  StoreFp8Scaled(d, v, sc.scale, sc.inv, p);
 }
 
 // y rounded to the storage of `tag` and widened back (exact): what apply_rope would have stored.
