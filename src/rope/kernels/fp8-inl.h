@@ -573,26 +573,17 @@ HWY_INLINE void F16RowsToFp8Vbmi(const std::uint16_t* in, std::int64_t in_stride
                                             prefetch);
 }
 
-// Whether F16RowsToFp8Vbmi serves this scale now: AVX-512 VBMI on, and a table with lanes inside.
-inline bool F16Fp8ByBytes(const CacheScale& cs) {
-  return cs.f16 != nullptr && cs.f16->lo <= cs.f16->hi && avx512_vbmi_enabled();
-}
-
-// Whether Bf16RowsToFp8Vbmi serves this scale now: AVX-512 VBMI on, and a table with lanes inside
-// (so StoresBf16AsFp8 holds too, and Bf16Fp8Tables can be made for its fallback).
-inline bool Bf16Fp8ByBytes(const CacheScale& cs) {
-  return cs.bf16 != nullptr && cs.bf16->lo <= cs.bf16->hi && avx512_vbmi_enabled();
-}
-
-// bf16 and f16 alike for the callers (kv_cache-inl.h, kv_cache_stream-inl.h), by the type of the
-// tables (HalfFp8Tables, below) or the input's tag: whether the byte lanes serve the scale, rows
-// in byte lanes, and the 16-bit store a loop picks once (WithBf16Fp8Store's choice for bf16).
+// bf16 and f16 alike for the callers (kv_cache-inl.h, kv_cache_stream-inl.h), by the input's tag
+// or the type of the tables (HalfFp8Tables, below): whether the byte lanes serve the scale now
+// (AVX-512 VBMI on, and a table with lanes inside, so StoresHalfAsFp8 holds too and the tables
+// can be made for the fallback), rows in byte lanes, and the 16-bit store a loop picks once
+// (WithBf16Fp8Store's choice for bf16).
 template <class Tag>
 HWY_INLINE bool HalfFp8ByBytes(const CacheScale& cs) {
   if constexpr (std::is_same_v<Tag, BF16Tag>) {
-    return Bf16Fp8ByBytes(cs);
+    return cs.bf16 != nullptr && cs.bf16->lo <= cs.bf16->hi && avx512_vbmi_enabled();
   } else {
-    return F16Fp8ByBytes(cs);
+    return cs.f16 != nullptr && cs.f16->lo <= cs.f16->hi && avx512_vbmi_enabled();
   }
 }
 template <bool kStream>
@@ -621,23 +612,15 @@ HWY_INLINE void WithHalfFp8Store(const F16Fp8Tables& tab, const F& f) {
 }
 #endif
 
-// Whether values of KTag go into a cache of CTag through StoreBf16AsFp8: bf16 into fp8 on
-// AVX-512, for a power-of-two scale or one the call has a table of (TokenKv::k_fp8_map, v_fp8_map).
+// Whether values of KTag go into a cache of CTag through the 16-bit lanes (StoreHalfAsFp8) on
+// AVX-512: bf16 for a power-of-two scale or one the call has a table of (TokenKv::k_fp8_map,
+// v_fp8_map), f16 for a scale whose table (k_f16_fp8_map, v_f16_fp8_map) has lanes inside.
 template <class KTag, class CTag>
-HWY_INLINE bool StoresBf16AsFp8([[maybe_unused]] const CacheScale& scale) {
+HWY_INLINE bool StoresHalfAsFp8([[maybe_unused]] const CacheScale& scale) {
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
   if constexpr (std::is_same_v<KTag, BF16Tag> && std::is_same_v<CTag, Fp8Tag>) {
     return Bf16Fp8In16Bits(scale);
   }
-#endif
-  return false;
-}
-
-// Whether values of KTag go into a cache of CTag through StoreF16AsFp8: f16 into fp8 on AVX-512,
-// for a scale the call has a table of (TokenKv::k_f16_fp8_map, v_f16_fp8_map) with lanes inside.
-template <class KTag, class CTag>
-HWY_INLINE bool StoresF16AsFp8([[maybe_unused]] const CacheScale& scale) {
-#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
   if constexpr (std::is_same_v<KTag, F16Tag> && std::is_same_v<CTag, Fp8Tag>) {
     return scale.f16 != nullptr && scale.f16->lo <= scale.f16->hi;
   }
@@ -645,14 +628,8 @@ HWY_INLINE bool StoresF16AsFp8([[maybe_unused]] const CacheScale& scale) {
   return false;
 }
 
-// Whether StoresBf16AsFp8 or StoresF16AsFp8 holds: the 16-bit input is stored by its table.
-template <class KTag, class CTag>
-HWY_INLINE bool StoresHalfAsFp8(const CacheScale& scale) {
-  return StoresBf16AsFp8<KTag, CTag>(scale) || StoresF16AsFp8<KTag, CTag>(scale);
-}
-
 #if !(HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3)
-// fp8-inl.h's, on AVX-512 only; here never made (StoresBf16AsFp8 and StoresF16AsFp8 are false).
+// fp8-inl.h's, on AVX-512 only; here never made (StoresHalfAsFp8 is false).
 struct Bf16Fp8Tables {
   explicit Bf16Fp8Tables(const CacheScale&) {}
 };
