@@ -218,6 +218,96 @@ TEST(CosSinFast, WithoutTheBoundSteppedRowsDiffer) {
   EXPECT_GT(differing, 0);
 }
 
+// The step kernel's rounding decision (kernels/cos_sin_fast_kernel.cc: a vector passes where
+// every entry is more than max(2 E, 2^-149) from the midpoint of its float32 cell; a vector that
+// fails is checked entry by entry) with values placed where it is hardest. The identity step
+// (uc = 1, us = 0) keeps the doubles as given: either side of float32 midpoints by fractions of
+// E, just above and below powers of two, in float32's subnormal range and below it, both signs,
+// with bounds from 2^-170 to 0.45 of a float32 step. Every entry the kernel does not flag must be
+// decided for the reals: each within E of v (less a double step of v, below) rounds to the float
+// written, checked exactly in long double against the midpoints either side of that float. Deciding with E for 2 E fails this
+// (values just above a power of two, whose lower float32 neighbour is half a step away), as do
+// a threshold without its floor (float32 subnormals) and the largest distance of a group taken
+// for the smallest; the other tests of this file pass the first two.
+TEST(CosSinFast, StepDecidesRoundingOnlyWhereEveryRealWithinTheBoundAgrees) {
+  using LD = long double;
+  static_assert(std::numeric_limits<LD>::digits >= 64, "the check below needs x87 long double");
+  // Binades k (values in [2^k, 2^(k+1))): normal ones, the smallest, and float32 subnormals.
+  const int binades[] = {40,   0,    -1,   -6,   -17,  -18,  -19,  -30,  -100,
+                         -125, -126, -127, -130, -140, -148, -149, -150, -160};
+  ForEachTarget([&](const std::string&) {
+    std::int64_t checked = 0, flagged_total = 0, near_unflagged = 0;
+    for (int k : binades) {
+      const double q = std::ldexp(1.0, std::max(k - 23, -149));  // float32 step in the binade
+      std::vector<double> values;
+      for (double j : {0.0, 1.0, 5.0, 0x1p22, 0x1p23 - 1.0}) {  // floats: 2^k, 2^k + q, ...
+        const double a = std::ldexp(1.0, k) + j * q;
+        if (a >= std::ldexp(1.0, k + 1)) continue;
+        for (double t : {-0.5, -0.25, 0.0, 0.25, 0.5}) values.push_back(a + t * q);
+      }
+      for (double bound :
+           {0x1p-170, 0x1p-155, q * 0x1p-30, q * 0x1p-10, q / 8, q * 0.3, q * 0.45}) {
+        std::vector<double> c, s;
+        for (double v0 : values) {
+          for (double e :
+               {-3.0, -2.01, -1.99, -1.01, -0.99, -0.5, 0.0, 0.5, 0.99, 1.01, 1.99, 2.01, 3.0}) {
+            const double v = v0 + e * bound;
+            (c.size() <= s.size() ? c : s).push_back(c.size() % 3 == 0 ? -v : v);
+          }
+        }
+        s.resize(c.size(), 0.5);
+        const auto n = static_cast<std::int64_t>(c.size());
+        const std::vector<double> given_c = c, given_s = s;
+        std::vector<double> uc(c.size(), 1.0), us(c.size(), 0.0);
+        std::vector<float> out_c(c.size()), out_s(c.size());
+        std::vector<std::int64_t> flagged(c.size());
+        posenc::detail::CosSinStep st;
+        st.c = c.data();
+        st.s = s.data();
+        st.uc = uc.data();
+        st.us = us.data();
+        st.n = n;
+        st.bound = bound;
+        st.rows = 1;
+        st.cos_out = out_c.data();
+        st.sin_out = out_s.data();
+        st.flagged = flagged.data();
+        const std::int64_t count = posenc::detail::cos_sin_step(st);
+        ASSERT_EQ(c, given_c) << "the identity step moved a value";
+        ASSERT_EQ(s, given_s);
+        std::vector<bool> is_flagged(c.size(), false);
+        for (std::int64_t j = 0; j < count; ++j)
+          is_flagged[static_cast<std::size_t>(flagged[j])] = true;
+        flagged_total += count;
+        for (std::size_t i = 0; i < c.size(); ++i) {
+          if (is_flagged[i]) continue;
+          for (auto [v, f] : {std::pair{c[i], out_c[i]}, std::pair{s[i], out_s[i]}}) {
+            // The reals rounding to f: between the midpoints with its neighbours (exact sums of
+            // two floats in long double), ties aside.
+            const LD lo = (LD{f} + LD{std::nextafter(f, -INFINITY)}) / 2;
+            const LD hi = (LD{f} + LD{std::nextafter(f, INFINITY)}) / 2;
+            // The entry-by-entry test rounds v - E and v + E to double, which the stepper's
+            // bound budgets for (cos_sin_fast.cc): the reals within E less that rounding.
+            const double top = std::abs(v) + bound;
+            const LD within = LD{bound} - (LD{std::nextafter(top, INFINITY)} - LD{top});
+            if (within <= 0) continue;
+            const LD x = v;
+            ++checked;
+            EXPECT_TRUE(x - lo > within && hi - x > within)
+                << "binade " << k << ", bound " << bound << ": " << v << " written as " << f
+                << " though a real within the bound rounds elsewhere";
+            near_unflagged += std::min(x - lo, hi - x) < 3 * LD{bound};
+          }
+        }
+      }
+    }
+    // The values reached both sides of the decision.
+    EXPECT_GT(flagged_total, 0);
+    EXPECT_GT(near_unflagged, 0);
+    EXPECT_GT(checked, 1000);
+  });
+}
+
 TEST(CosSinFast, MultiAxisRowsStepEachMovingAxis) {
   // Text (every axis moves), then an image grid (t fixed, h per row, w per column: w steps within
   // a row, a new row re-anchors), then text again, far out in the positions.
