@@ -126,7 +126,8 @@ HWY_INLINE std::int64_t StepColumns(D d, const CosSinStep& a, std::int64_t i,
                                        StoreRoundedMidDistance(d, s1, os + lanes)));
     }
     const bool ok = hn::AllTrue(d, hn::Gt(nearest, hn::Set(d, DecisionThreshold(row_bound))));
-    // A few in 1e4 of the groups fail: the exact check of this row's entries, out of line.
+    // At most about 1e-3 of the groups fail (measured in a standalone copy, Llama 2's
+    // frequencies): the exact check of this row's entries, out of line.
     if (HWY_UNLIKELY(!ok)) {
       constexpr std::size_t kMaxLanes = HWY_MAX_BYTES / sizeof(double);
       double row_c[2 * kMaxLanes], row_s[2 * kMaxLanes];
