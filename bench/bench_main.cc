@@ -9,10 +9,12 @@
 //                     dtype_size: the tensor read once and written once (cases.h)
 //   ratio_to_memcpy   memcpy time of the same tensor / kernel time   (> 1: faster than memcpy)
 //   ratio_to_scalar   scalar-loop time / kernel time                 (> 1: faster than scalar)
-//   ratio_to_stream   in-place streaming time (stream.h) / kernel time: 1 is the roofline
+//   ratio_to_stream   in-place streaming time (stream.h; the faster of with and without the
+//                     kernels' software prefetch) / kernel time: 1 is the roofline
 // and for the fused cases (rope_append_kv_cache, fused_workload.h; no scalar loop)
 //   speedup_over_separate   rotate-then-copy time / fused time
-//   ratio_to_append_stream  the fused call's traffic streamed with no arithmetic / fused time
+//   ratio_to_append_stream  the fused call's traffic streamed with no arithmetic (the faster of
+//                           with and without the software prefetch) / fused time
 // The baselines (workload.h) are timed in the same process right after each timed loop, so they
 // see the same machine state, as medians of kBaselineRepetitions samples (timing.h), on one
 // thread. Before a case is first timed, the kernel's result is checked against the scalar loop.

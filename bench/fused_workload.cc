@@ -132,12 +132,12 @@ void FusedWorkload::separate(int threads) {
 
 void FusedWorkload::copy() { std::memcpy(copy_.get(), stream_.get(), stream_bytes_); }
 
-void FusedWorkload::stream() {
+void FusedWorkload::stream(bool prefetch) {
   stream_scale(stream_.get(), case_.dtype,
-               static_cast<std::int64_t>(stream_bytes_ / dtype_size(case_.dtype)), -1.0f);
+               static_cast<std::int64_t>(stream_bytes_ / dtype_size(case_.dtype)), -1.0f, prefetch);
 }
 
-void FusedWorkload::append_stream() {
+void FusedWorkload::append_stream(bool prefetch) {
   const Shape& s = case_.shape;
   AppendStream a;
   a.q = q_.data;
@@ -158,6 +158,7 @@ void FusedWorkload::append_stream() {
   // The fused kernel's rule (src/rope/kv_cache_streaming.h): streaming stores for appends that
   // write stream_cache_bytes() of cache or more.
   a.streaming = 2 * s.tokens * a.cache_row_bytes >= detail::stream_cache_bytes();
+  a.prefetch = prefetch;
   stream_append(a);
 }
 

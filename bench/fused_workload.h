@@ -6,10 +6,11 @@
 //               in place, then rope_append_kv_cache with rotate = false (the same SIMD conversion
 //               and copy, a second pass over k)
 //   copy()      memcpy of bytes_moved() / 2 bytes (read once, written once: the case's bytes)
-//   append_stream()  the fused call's bytes moved as it moves them (q in place, k and v into the
-//               cache rows) by a pass with no arithmetic: the limit for a fused kernel
-//   stream()    the in-place streaming roofline (stream.h) over bytes_moved() / 2 bytes of the
-//               input dtype: the same traffic as the fused call, in one in-place pass
+//   append_stream(prefetch)  the fused call's bytes moved as it moves them (q in place, k and v
+//               into the cache rows) by a pass with no arithmetic: the limit for a fused kernel
+//   stream(prefetch)  the in-place streaming roofline (stream.h) over bytes_moved() / 2 bytes of
+//               the input dtype: the same traffic as the fused call, in one in-place pass
+// Both streams run with the kernels' software prefetch or without it; timing.h takes the faster.
 // q, k, v are views of one packed qkv buffer [tokens, (Hq + 2 Hkv) * head_dim], as engines hold
 // them. Prefill writes slots 0 .. tokens - 1; decode tokens land in scattered blocks, one each.
 #pragma once
@@ -35,10 +36,10 @@ class FusedWorkload {
   int fused(int threads);  // the threads that ran
   void separate(int threads);
   void copy();
-  void stream();
+  void stream(bool prefetch);
   // stream_append (stream.h) over this case's q, k, v and cache: the fused call's memory traffic
   // without its arithmetic, the limit of any fused kernel on this machine.
-  void append_stream();
+  void append_stream(bool prefetch);
   // Runs fused() and separate() from the same k and returns how many cache bytes differ (0: the
   // fused cache is rotate-then-copy's, bit for bit). Leaves k as it was.
   std::size_t cache_mismatches(int threads);

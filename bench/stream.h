@@ -1,8 +1,9 @@
 // bench/stream.h: the in-place streaming roofline of the benchmarks: every element of a buffer
 // read, scaled and written back in place, one SIMD pass (Highway, the RoPE kernels' targets,
-// their f16/bf16 lane conversions and their software prefetch), in the buffer's own dtype. Any
-// in-place op over the same bytes (RoPE included) can at best match it; docs/benchmarks.md says
-// why memcpy is not that bound.
+// their f16/bf16 lane conversions), in the buffer's own dtype, with the kernels' software
+// prefetch or without it. Any in-place op over the same bytes (RoPE included) can at best match
+// the faster of the two (bench/timing.h times both); docs/benchmarks.md says why memcpy is not
+// that bound.
 #pragma once
 
 #include <cstdint>
@@ -13,7 +14,10 @@ namespace posenc::bench {
 
 // x[i] <- x[i] * scale for i in [0, count), in place; f16/bf16 widened to float32 and rounded back
 // to nearest even like the kernels' stores. Runs on the target posenc's kernels dispatch to.
-void stream_scale(void* data, DType dtype, std::int64_t count, float scale);
+// prefetch: each vector's lines are prefetched as the kernels prefetch theirs (rotate.h's
+// prefetch_ahead, 8 KiB ahead); without it only the hardware prefetches. Which is faster depends
+// on the machine (docs/benchmarks.md, "Why the in-place stream is the roofline").
+void stream_scale(void* data, DType dtype, std::int64_t count, float scale, bool prefetch = true);
 
 // The fused append's memory traffic with no RoPE and no conversion: the limit of any kernel that
 // rotates q in place and writes k and v into a KV cache, which is not an in-place op (its cache
@@ -37,6 +41,7 @@ struct AppendStream {
   std::int64_t cache_row_bytes = 0;             // per token, contiguous
   bool narrow = false;                          // cache rows of one byte per two-byte input element
   bool streaming = true;
+  bool prefetch = true;  // the kernels' software prefetch of q, k and v (stream_scale's)
 };
 
 void stream_append(const AppendStream& a);

@@ -31,13 +31,20 @@ std::vector<double> median_seconds_interleaved(std::span<const std::function<voi
                                                int repetitions,
                                                double min_sample_seconds = kMinSampleSeconds);
 
-// The baselines of a workload, each timed as above, single-threaded.
+// The baselines of a workload, each timed as above, single-threaded. Each stream is timed with the
+// kernels' software prefetch and without it, and the roofline is the faster of the two medians:
+// which one wins depends on the machine and the size (docs/benchmarks.md, "Why the in-place
+// stream is the roofline").
 struct Baselines {
-  double memcpy_seconds = 0;    // Workload::copy()
-  double scalar_seconds = 0;    // Workload::rotate_scalar()
-  double stream_seconds = 0;    // Workload::stream(): the in-place roofline
+  double memcpy_seconds = 0;           // Workload::copy()
+  double scalar_seconds = 0;           // Workload::rotate_scalar()
+  double stream_seconds = 0;           // the in-place roofline: the faster of the next two
+  double stream_prefetch_seconds = 0;  // Workload::stream(true)
+  double stream_plain_seconds = 0;     // Workload::stream(false)
   double separate_seconds = 0;  // fused cases: FusedWorkload::separate() (on the case's threads)
-  double append_stream_seconds = 0;  // fused cases: FusedWorkload::append_stream()
+  double append_stream_seconds = 0;           // fused cases: the faster of the next two
+  double append_stream_prefetch_seconds = 0;  // FusedWorkload::append_stream(true)
+  double append_stream_plain_seconds = 0;     // FusedWorkload::append_stream(false)
 };
 Baselines measure_baselines(Workload& workload, int repetitions);
 // A fused case's: memcpy, stream and append_stream on one thread, rotate-then-copy on `threads`

@@ -192,8 +192,9 @@ int Workload::rotate(bool use_table, int threads) {
 void Workload::copy() { std::memcpy(copy_.get(), data_.get(), bytes_); }
 
 // Scaling by -1 keeps every value's magnitude, so repeated calls never drift into denormals.
-void Workload::stream() {
-  stream_scale(data_.get(), dtype_, shape_.tokens * shape_.heads * shape_.head_dim, -1.0f);
+void Workload::stream(bool prefetch) {
+  stream_scale(data_.get(), dtype_, shape_.tokens * shape_.heads * shape_.head_dim, -1.0f,
+               prefetch);
 }
 
 void Workload::rotate_scalar() {

@@ -10,8 +10,9 @@
 // Baselines:
 //   copy()           memcpy(tensor -> second buffer): the tensor read once and written once,
 //                    the same byte count as the in-place rotation (bytes_moved()).
-//   stream()         the tensor scaled in place by one SIMD pass (stream.h): the same bytes, the
-//                    same in-place traffic and the same dtype conversions, without the rotation.
+//   stream(prefetch) the tensor scaled in place by one SIMD pass (stream.h): the same bytes, the
+//                    same in-place traffic and the same dtype conversions, without the rotation;
+//                    with the kernels' software prefetch or without (timing.h takes the faster).
 //   rotate_scalar()  the same rotation, one element at a time, float32 math, cos/sin read from
 //                    precomputed float32 rows (also for on-the-fly cases: the baseline is the
 //                    rotation only), dtype conversions by scalar bit recipes.
@@ -41,8 +42,9 @@ class Workload {
   int rotate(bool use_table, int threads);  // returns the threads that ran (apply_rope)
   // memcpy baseline: the tensor copied once into the second buffer.
   void copy();
-  // Streaming roofline (stream.h): the tensor read, scaled by -1 and written back in place.
-  void stream();
+  // Streaming roofline (stream.h): the tensor read, scaled by -1 and written back in place, with
+  // or without the kernels' software prefetch.
+  void stream(bool prefetch);
   // Scalar baseline: the same rotation, in place, one pair at a time.
   void rotate_scalar();
 

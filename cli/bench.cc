@@ -94,6 +94,8 @@ nlohmann::json to_json(const Result& r, const std::string& target, int repetitio
                       {"memcpy_seconds_median", r.baselines.memcpy_seconds},
                       {"scalar_seconds_median", r.baselines.scalar_seconds},
                       {"stream_seconds_median", r.baselines.stream_seconds},
+                      {"stream_prefetch_seconds_median", r.baselines.stream_prefetch_seconds},
+                      {"stream_plain_seconds_median", r.baselines.stream_plain_seconds},
                       {"bytes_per_second", r.bytes_per_second()},
                       {"ratio_to_memcpy", r.ratio_to_memcpy()},
                       {"ratio_to_scalar", r.ratio_to_scalar()},
@@ -114,6 +116,8 @@ nlohmann::json to_json(const Result& r, const std::string& target, int repetitio
     j["speedup_over_separate"] = r.speedup_over_separate();
     // The fused call's own memory traffic with no arithmetic (bench/stream.h, stream_append).
     j["append_stream_seconds_median"] = r.baselines.append_stream_seconds;
+    j["append_stream_prefetch_seconds_median"] = r.baselines.append_stream_prefetch_seconds;
+    j["append_stream_plain_seconds_median"] = r.baselines.append_stream_plain_seconds;
     j["ratio_to_append_stream"] = r.ratio_to_append_stream();
   }
   return j;
@@ -128,7 +132,8 @@ void print_table(const std::vector<Result>& results, const std::string& target, 
       "time\n"
       "/ kernel time (> 1: the kernel is faster); x separate = rotate-then-copy time / fused "
       "time;\nx append = the fused call's traffic streamed with no arithmetic (q in place, k and "
-      "v into the cache) / fused time\n\n",
+      "v into the cache) / fused time;\nboth streams the faster of with and without the "
+      "kernels' software prefetch\n\n",
       target, repetitions);
   std::size_t width = 4;
   for (const Result& r : results) width = std::max(width, r.c.name.size());

@@ -18,25 +18,29 @@ using posenc::DType;
 
 TEST(StreamScale, ScalesEveryElementInPlaceOnEveryTarget) {
   posenc_test::ForEachTarget([](const std::string& target) {
-    for (std::int64_t count : posenc_test::AwkwardCounts(posenc_test::FloatLanes(target))) {
-      std::vector<float> f(static_cast<std::size_t>(count));
-      for (std::int64_t i = 0; i < count; ++i) f[static_cast<std::size_t>(i)] = 0.37f * (i + 1);
-      std::vector<std::uint16_t> h(f.size()), b(f.size());
-      for (std::size_t i = 0; i < f.size(); ++i) {
-        h[i] = posenc_ref::ToF16(f[i]);
-        b[i] = posenc_ref::ToBf16(f[i]);
-      }
-      std::vector<float> f2 = f;
-      std::vector<std::uint16_t> h2 = h, b2 = b;
-      posenc::bench::stream_scale(f2.data(), DType::kF32, count, 3.0f);
-      posenc::bench::stream_scale(h2.data(), DType::kF16, count, 3.0f);
-      posenc::bench::stream_scale(b2.data(), DType::kBF16, count, 3.0f);
-      for (std::size_t i = 0; i < f.size(); ++i) {
-        EXPECT_EQ(f2[i], f[i] * 3.0f) << "f32 " << i << " of " << count;
-        EXPECT_EQ(h2[i], posenc_ref::ToF16(posenc_ref::FromF16(h[i]) * 3.0f))
-            << "f16 " << i << " of " << count;
-        EXPECT_EQ(b2[i], posenc_ref::ToBf16(posenc_ref::FromBf16(b[i]) * 3.0f))
-            << "bf16 " << i << " of " << count;
+    for (bool prefetch : {true, false}) {
+      for (std::int64_t count : posenc_test::AwkwardCounts(posenc_test::FloatLanes(target))) {
+        std::vector<float> f(static_cast<std::size_t>(count));
+        for (std::int64_t i = 0; i < count; ++i) f[static_cast<std::size_t>(i)] = 0.37f * (i + 1);
+        std::vector<std::uint16_t> h(f.size()), b(f.size());
+        for (std::size_t i = 0; i < f.size(); ++i) {
+          h[i] = posenc_ref::ToF16(f[i]);
+          b[i] = posenc_ref::ToBf16(f[i]);
+        }
+        std::vector<float> f2 = f;
+        std::vector<std::uint16_t> h2 = h, b2 = b;
+        posenc::bench::stream_scale(f2.data(), DType::kF32, count, 3.0f, prefetch);
+        posenc::bench::stream_scale(h2.data(), DType::kF16, count, 3.0f, prefetch);
+        posenc::bench::stream_scale(b2.data(), DType::kBF16, count, 3.0f, prefetch);
+        const std::string what =
+            target + (prefetch ? " prefetch " : " plain ") + std::to_string(count) + " elements, ";
+        for (std::size_t i = 0; i < f.size(); ++i) {
+          EXPECT_EQ(f2[i], f[i] * 3.0f) << what << "f32 " << i;
+          EXPECT_EQ(h2[i], posenc_ref::ToF16(posenc_ref::FromF16(h[i]) * 3.0f))
+              << what << "f16 " << i;
+          EXPECT_EQ(b2[i], posenc_ref::ToBf16(posenc_ref::FromBf16(b[i]) * 3.0f))
+              << what << "bf16 " << i;
+        }
       }
     }
   });
@@ -44,12 +48,14 @@ TEST(StreamScale, ScalesEveryElementInPlaceOnEveryTarget) {
 
 // Tokens of packed q|k|v rows: q scaled by -1 in place, k's and v's rows in the caches at the
 // given offsets (copied, or their high bytes for a one-byte cache), with and without streaming
-// stores, row lengths that leave tails and cache rows off the vector boundary.
+// stores and the software prefetch, row lengths that leave tails and cache rows off the vector
+// boundary.
 TEST(StreamAppend, WritesEveryRowWhereItsOffsetSaysOnEveryTarget) {
   posenc_test::ForEachTarget([](const std::string& target) {
     for (std::int64_t row : {std::int64_t{64}, std::int64_t{37}}) {
       for (bool narrow : {false, true}) {
-        for (bool streaming : {false, true}) {
+        for (int mode = 0; mode < 4; ++mode) {
+          const bool streaming = (mode & 1) != 0, prefetch = (mode & 2) != 0;
           const std::int64_t tokens = 5, stride = 3 * row;  // bf16 elements per token
           std::vector<std::uint16_t> qkv(static_cast<std::size_t>(tokens * stride));
           for (std::size_t i = 0; i < qkv.size(); ++i)
@@ -75,10 +81,11 @@ TEST(StreamAppend, WritesEveryRowWhereItsOffsetSaysOnEveryTarget) {
           a.cache_row_bytes = cache_row;
           a.narrow = narrow;
           a.streaming = streaming;
+          a.prefetch = prefetch;
           posenc::bench::stream_append(a);
-          const std::string what = target + " row " + std::to_string(row) +
-                                   (narrow ? " narrow" : " copy") +
-                                   (streaming ? " streaming" : " plain");
+          const std::string what =
+              target + " row " + std::to_string(row) + (narrow ? " narrow" : " copy") +
+              (streaming ? " streaming" : " plain") + (prefetch ? " prefetch" : "");
           for (std::int64_t t = 0; t < tokens; ++t) {
             for (std::int64_t i = 0; i < row; ++i) {
               const auto at = static_cast<std::size_t>(t * stride + i);

@@ -275,11 +275,12 @@ POSENC_AVX512_BF16_ATTR bool RotateTokens(const TokenHeads& t, std::int64_t toke
                                                             ss);
 }
 
-POSENC_AVX512_BF16_ATTR void Scale(std::uint16_t* x, std::int64_t count, float scale) {
+POSENC_AVX512_BF16_ATTR void Scale(std::uint16_t* x, std::int64_t count, float scale,
+                                   bool prefetch) {
   const __m512 vs = _mm512_set1_ps(scale);
   std::int64_t i = 0;
   for (; i + 32 <= count; i += 32) {
-    prefetch_ahead(x + i, 32);
+    if (prefetch) prefetch_ahead(x + i, 32);
     __m512 even, odd;
     Load32EvenOdd(x + i, even, odd);
     Store32EvenOdd(_mm512_mul_ps(even, vs), _mm512_mul_ps(odd, vs), x + i);
@@ -337,10 +338,10 @@ bool rotate_bf16_block_avx512_bf16([[maybe_unused]] const TokenBlock& b) {
 }
 
 bool scale_bf16_avx512_bf16([[maybe_unused]] std::uint16_t* x, [[maybe_unused]] std::int64_t count,
-                            [[maybe_unused]] float scale) {
+                            [[maybe_unused]] float scale, [[maybe_unused]] bool prefetch) {
 #if POSENC_AVX512_BF16_BUILT
   if (!avx512_bf16_enabled()) return false;
-  Scale(x, count, scale);
+  Scale(x, count, scale, prefetch);
   return true;
 #else
   return false;

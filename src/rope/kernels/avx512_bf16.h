@@ -56,7 +56,8 @@ bool rotate_bf16_heads_avx512_bf16(const TokenHeads& t);
 bool rotate_bf16_block_avx512_bf16(const TokenBlock& b);
 
 // x[i] <- bf16(x[i] * scale) in place for i in [0, count) (the bf16 pass of the benchmarks'
-// stream roofline, bench/stream.cc), when avx512_bf16_enabled(); false (nothing done) otherwise.
-bool scale_bf16_avx512_bf16(std::uint16_t* x, std::int64_t count, float scale);
+// stream roofline, bench/stream.cc), with or without the kernels' software prefetch, when
+// avx512_bf16_enabled(); false (nothing done) otherwise.
+bool scale_bf16_avx512_bf16(std::uint16_t* x, std::int64_t count, float scale, bool prefetch);
 
 }  // namespace posenc::detail
