@@ -249,6 +249,12 @@ void add_bench(CLI::App& app) {
       ->capture_default_str();
   cmd->add_flag("--json", opts->json,
                 "Print a JSON array with one record per case instead of the table");
+  cmd->footer(
+      "The in-place stream is timed with and without the kernels' software prefetch and the "
+      "faster is the roofline. POSENC_SOFTWARE_PREFETCH=on|off|auto sets the kernels' own "
+      "software prefetch for tensors of 4 MiB or more (auto, the default: on, except for "
+      "one-thread calls over whole rows on AMD Zen 4; docs/kernels.md); POSENC_SIMD_TARGET=NAME "
+      "picks the SIMD target.");
   cmd->callback([opts] { run_bench(*opts); });
 }
 

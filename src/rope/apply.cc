@@ -19,6 +19,7 @@
 #include "rope/cos_sin_fast.h"
 #include "rope/kernels/rotate.h"
 #include "rope/rope_rows.h"
+#include "rope/software_prefetch.h"
 #include "util/thread_pool.h"
 
 namespace posenc {
@@ -130,11 +131,19 @@ int run(const RopeSpec& spec, std::span<const Pass> passes, std::int64_t tokens,
   const std::int64_t tasks = tokens * splits;
   const float sign = direction == Direction::kInverse ? -1.0f : 1.0f;
   std::int64_t bytes = 0;
+  bool partial = false, half = false;  // lines skipped; 16-bit rows (software_prefetch.h)
   for (const Pass& p : passes) {
     bytes +=
         tokens * p.in->heads * p.in->head_dim * static_cast<std::int64_t>(dtype_size(p.in->dtype));
+    partial |= detail::same_memory(*p.in, *p.out) &&
+               (spec.rotary_dim < p.in->head_dim || p.in->head_stride > p.in->head_dim);
+    half |= p.in->dtype != DType::kF32;
   }
-  const bool prefetch = bytes >= detail::kPrefetchMinBytes;
+  const bool prefetch = detail::software_prefetch(
+      bytes,
+      partial ? detail::RowAccess::kPartial
+              : (half ? detail::RowAccess::kWholeHalf : detail::RowAccess::kWhole),
+      static_cast<int>(std::min<std::int64_t>(tasks, threads)));
 
   // Whole tokens (no splits) of passes whose heads can go in one call: blocks of kBlockTokens
   // tokens, their rows made first, then one kernel call per pass and block (rotate.h's

@@ -25,6 +25,7 @@
 #include "rope/kernels/rotate.h"
 #include "rope/kv_cache_streaming.h"
 #include "rope/rope_rows.h"
+#include "rope/software_prefetch.h"
 #include "util/thread_pool.h"
 
 namespace posenc {
@@ -377,10 +378,15 @@ int rope_append_kv_cache(const Frequencies& freqs, const KvCache& cache, const K
   const bool stream_cache = static_cast<double>(tokens) * 2.0 * static_cast<double>(cache.heads) *
                                 static_cast<double>(cache.head_dim) * static_cast<double>(ces) >=
                             static_cast<double>(detail::stream_cache_bytes());
-  // Small appends (a decode step) prefetch nothing (rotate.h's kPrefetchMinBytes): the elements
-  // of q, k and v, at the larger of k's and v's element sizes.
-  const bool prefetch = static_cast<double>(elements) * static_cast<double>(std::max(ks, vs)) >=
-                        static_cast<double>(detail::kPrefetchMinBytes);
+  // Small appends (a decode step) prefetch nothing (software_prefetch.h): the elements of q, k
+  // and v, at the larger of k's and v's element sizes. k and v are read whole (the cache rows
+  // take every dim); q, rotated in place, is read in part where rotary_dim < head_dim.
+  const bool prefetch = detail::software_prefetch(
+      elements * std::max(ks, vs),
+      args.q && (spec.rotary_dim < args.q->head_dim || args.q->head_stride > args.q->head_dim)
+          ? detail::RowAccess::kPartial
+          : detail::RowAccess::kWhole,
+      threads);
   const float k_inv = detail::exact_inverse(cache.k_scale);
   const float v_inv = detail::exact_inverse(cache.v_scale);
   // bf16 and f16 into fp8: each scale's table (this thread's, kept across calls).

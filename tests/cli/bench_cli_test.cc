@@ -24,8 +24,8 @@ using ::testing::HasSubstr;
 
 using posenc_cli::CliRun;
 
-CliRun posenc(const std::string& args) {
-  return posenc_cli::run(POSENC_CLI, args, "posenc_bench_cli_test");
+CliRun posenc(const std::string& args, const std::string& env = "") {
+  return posenc_cli::run(POSENC_CLI, args, "posenc_bench_cli_test", env);
 }
 
 TEST(BenchCli, Help) {
@@ -81,6 +81,26 @@ TEST(BenchCli, DecodeSmokeJson) {
   // One progress line per case on stderr.
   EXPECT_EQ(static_cast<std::size_t>(std::count(r.err.begin(), r.err.end(), '\n')), j.size())
       << r.err;
+}
+
+// POSENC_SOFTWARE_PREFETCH takes on, off and auto; anything else stops the first call that would
+// read it (one of 4 MiB or more) with an error naming the variable and the value. Its help says so.
+TEST(BenchCli, SoftwarePrefetchSettingIsCheckedAndDocumented) {
+  const CliRun help = posenc("bench --help");
+  EXPECT_EQ(help.status, 0);
+  EXPECT_THAT(help.out, HasSubstr("POSENC_SOFTWARE_PREFETCH=on|off|auto"));
+  const std::string gqa =
+      "bench --filter '^llama2-7b-prefill-gqa-k/f32/table' --threads 1 "
+      "--repetitions 1 --json";
+  const CliRun bad = posenc(gqa, "POSENC_SOFTWARE_PREFETCH=sometimes");
+  EXPECT_EQ(bad.status, 1);
+  EXPECT_THAT(bad.err, HasSubstr("POSENC_SOFTWARE_PREFETCH: 'sometimes'"));
+  EXPECT_THAT(bad.err, HasSubstr("on, off or auto"));
+  for (const char* setting : {"on", "off", "auto"}) {
+    const CliRun r = posenc(gqa, std::string("POSENC_SOFTWARE_PREFETCH=") + setting);
+    ASSERT_EQ(r.status, 0) << setting << ": " << r.err;
+    EXPECT_EQ(nlohmann::json::parse(r.out).size(), 1u) << setting;
+  }
 }
 
 // The fused RoPE + KV-cache cases: every decode shape and dtype pair, with the speed-up over

@@ -48,8 +48,9 @@ inline constexpr std::size_t kPrefetchAhead = 8192;
 // each line again 8 KiB ahead only costs instructions. Measured on Zen 4, in one process, with
 // and without the prefetch in turn: a decode step's apply_rope (32 heads of 128, f32, with a
 // table) 309-418 -> 288-391 ns over five rounds (0 to 27 ns less in each); hot tensors of 1 and 4
-// MiB, one run each, 0.84 -> 0.99 and 0.82 -> 1.01 of the in-place stream. Larger calls keep it:
-// for tensors in DRAM it was measured to help (below).
+// MiB, one run each, 0.84 -> 0.99 and 0.82 -> 1.01 of the in-place stream. Larger calls keep it
+// where it was measured to help (below), which is not every machine: src/rope/software_prefetch.h
+// decides per call.
 inline constexpr std::int64_t kPrefetchMinBytes = std::int64_t{4} << 20;
 
 // Software prefetch (to L1) of the cache lines of [begin, begin + bytes); begin is an integer so

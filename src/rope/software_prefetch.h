@@ -1,0 +1,61 @@
+// src/rope/software_prefetch.h: whether a call prefetches its tensors in software (internal).
+//
+// The kernels can prefetch the lines kPrefetchAhead bytes past each head (rotate.h's
+// prefetch_ahead). Whether that helps depends on the machine:
+//   - On a Sapphire-Rapids-class Xeon a standalone f32 rotation of 64 MiB in place ran at
+//     0.67-0.83 of the in-place stream without it and 0.96-1.25 with it; on a Zen 5 guest (AMD
+//     family 0x1A) apply_rope at Llama 2 7B's f32 prefill took 1.80-1.98 ms with it against
+//     2.97-3.18 without (docs/benchmarks.md, sessions 13 and 15). The rotation reads a head's
+//     lines out of order (a pair's two dims are n apart), which those cores' hardware
+//     prefetchers follow late.
+//   - On a Zen 4 guest (AMD family 0x19 with AVX-512) the same prefetch slowed whole f32 rows: the
+//     plain f32 rotation of [4096, 8, 128] (16 MiB, in L3) ran at 0.84-0.87 of the stream without
+//     software prefetch and at 0.49-0.76 with it (to L1 or L2, 1 to 8 KiB ahead), of
+//     [4096, 32, 128] (64 MiB) at 0.97-1.01 against 0.79-0.85, and in apply_rope's f32 kernel a
+//     quarter of the samples fell on the instruction after the prefetch. Without it there (three
+//     rounds, binaries in turn, session 29): apply_rope f32 at Llama 2 7B's prefill 3.65 -> 2.90
+//     ms, [4096, 8, 128] 396 -> 351 us, M-RoPE 3.32 -> 3.05 ms; the fused Llama 3 8B prefill f32
+//     5.71 -> 5.11 ms, bf16 2.73 -> 2.23 ms. But 16-bit rows rotated in place lost 4-11%
+//     (prefill-q f16 on the fly 1.40 -> 1.55 ms, [4096, 8, 128] bf16 302 -> 315 us, M-RoPE f16
+//     1.50 -> 1.60 ms), rows read in part lost most (GPT-NeoX's in-place rows, 24 of 96 dims
+//     rotated and the lines between them skipped, took twice as long), and calls on two threads
+//     lost everywhere (two rounds: apply_rope f32 at Llama 2 7B's prefill 1.77 -> 2.01 ms,
+//     [4096, 8, 128] f32 177 -> 228 us, the fused Llama 3 8B prefill bf16 1.48 -> 2.18 ms): with
+//     both cores loading, the software prefetch is what keeps enough lines in flight.
+// So a call prefetches when it moves at least kPrefetchMinBytes (a smaller tensor was usually
+// just written and sits in L1 or L2; rotate.h), unless it runs on one thread of a Zen 4 and reads
+// whole rows of the kind whose hardware prefetch served better there (RowAccess::kWhole).
+// POSENC_SOFTWARE_PREFETCH=on or off sets it for every call of at least kPrefetchMinBytes (for
+// machines not measured here, and for measuring); auto, or unset, is the rule above.
+#pragma once
+
+#include <cstdint>
+
+namespace posenc::detail {
+
+enum class SoftwarePrefetch { kAuto, kOn, kOff };
+
+// POSENC_SOFTWARE_PREFETCH's value (null or empty: kAuto); anything but on, off or auto throws
+// posenc::Error naming the variable, the value and the values it takes.
+SoftwarePrefetch software_prefetch_from(const char* value);
+
+// Whether this CPU is one whose hardware prefetchers made the software prefetch of whole rows a
+// loss (above): an AMD of family 0x19 with AVX-512 (Zen 4; Zen 3, the same family, has none).
+bool cpu_prefers_hardware_prefetch();
+
+// How a call reads its rows, for the rule above.
+enum class RowAccess {
+  kPartial,    // rows read in part: an in-place pass of rotary_dim < head_dim, heads with gaps
+  kWholeHalf,  // whole rows of 16-bit elements rotated in place (apply_rope's f16 and bf16)
+  kWhole,      // whole f32 rows rotated in place, or the fused append (k and v read whole)
+};
+
+// The rule above, for a call moving `bytes` of its tensors on `threads` threads.
+bool software_prefetch(std::int64_t bytes, RowAccess access, int threads, SoftwarePrefetch mode,
+                       bool prefers_hardware);
+
+// The same with POSENC_SOFTWARE_PREFETCH (read once; a bad value throws on every call) and this
+// CPU.
+bool software_prefetch(std::int64_t bytes, RowAccess access, int threads);
+
+}  // namespace posenc::detail
