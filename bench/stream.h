@@ -17,7 +17,7 @@ namespace posenc::bench {
 // prefetch: each vector's lines are prefetched as the kernels prefetch theirs (rotate.h's
 // prefetch_ahead, 8 KiB ahead); without it only the hardware prefetches. Which is faster depends
 // on the machine (docs/benchmarks.md, "Why the in-place stream is the roofline").
-void stream_scale(void* data, DType dtype, std::int64_t count, float scale, bool prefetch = true);
+void stream_scale(void* data, DType dtype, std::int64_t count, float scale, bool prefetch);
 
 // The fused append's memory traffic with no RoPE and no conversion: the limit of any kernel that
 // rotates q in place and writes k and v into a KV cache, which is not an in-place op (its cache

@@ -131,12 +131,18 @@ int run(const RopeSpec& spec, std::span<const Pass> passes, std::int64_t tokens,
   const std::int64_t tasks = tokens * splits;
   const float sign = direction == Direction::kInverse ? -1.0f : 1.0f;
   std::int64_t bytes = 0;
-  bool partial = false, half = false;  // lines skipped; 16-bit rows (software_prefetch.h)
+  // How the passes read their rows (software_prefetch.h): whole and token-major (every line of
+  // each token's heads in order, the case measured) or not; 16-bit or f32.
+  bool partial = false, half = false;
+  const auto packed = [](const TensorView& v) {
+    return v.head_stride == v.head_dim && v.token_stride == v.heads * v.head_dim;
+  };
   for (const Pass& p : passes) {
     bytes +=
         tokens * p.in->heads * p.in->head_dim * static_cast<std::int64_t>(dtype_size(p.in->dtype));
-    partial |= detail::same_memory(*p.in, *p.out) &&
-               (spec.rotary_dim < p.in->head_dim || p.in->head_stride > p.in->head_dim);
+    // In place, the dims outside the rotated range are skipped; out of place they are copied.
+    partial |= !packed(*p.in) || !packed(*p.out) ||
+               (detail::same_memory(*p.in, *p.out) && spec.rotary_dim < p.in->head_dim);
     half |= p.in->dtype != DType::kF32;
   }
   const bool prefetch = detail::software_prefetch(

@@ -28,9 +28,9 @@
 //  e_m = e_{m-1}, and counting the step in m only widens E.
 //  Positions are those exact_sincos reduces exactly, |p| < 2^31; w is any double.
 // Where every real within E of v rounds to one float32, that float is fl32(r), and fl32(v) is the
-// entry written; the kernel decides it (cos_sin_fast_kernel.cc: v more than 2 E from the midpoint
-// of its float32 cell for a whole group of vectors, else fl32(v - E) == fl32(v + E) entry by
-// entry); elsewhere the pair is recomputed with exact_sincos (measured: about 2e-3 of the pairs
+// entry written; the kernel decides it (cos_sin_fast_kernel.cc: v more than max(2 E, 2^-149)
+// from the midpoint of its float32 cell for a whole group of vectors, else fl32(v - E) ==
+// fl32(v + E) entry by entry); elsewhere the pair is recomputed with exact_sincos (measured: about 2e-3 of the pairs
 // of stepped rows, mostly values near zero, whose float32 ulp is small).
 #include "rope/cos_sin_fast.h"
 

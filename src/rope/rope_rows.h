@@ -33,7 +33,7 @@ inline bool same_memory(const TensorView& a, const TensorView& b) {
 
 // Heads [h0, h1) of token t of `in`, rotated into `out` (the same view for in place; the rest of
 // each head is copied where they differ), as the kernels take them (rotate.h), with rows c and s,
-// and the software prefetch where `prefetch` (rotate.h's kPrefetchMinBytes). Every field is given
+// and the software prefetch where `prefetch` (software_prefetch.h decides). Every field is given
 // and the result initializes its TokenHeads or TokenBlock in place (a prvalue: no copy). Two other
 // forms cost a one-token call a fifth of its time or more: assigning a returned struct to
 // TokenBlock::heads (GCC built it with 8-byte stores and copied it with 16-byte loads, each waiting

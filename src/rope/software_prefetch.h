@@ -45,17 +45,25 @@ bool cpu_prefers_hardware_prefetch();
 
 // How a call reads its rows, for the rule above.
 enum class RowAccess {
-  kPartial,    // rows read in part: an in-place pass of rotary_dim < head_dim, heads with gaps
-  kWholeHalf,  // whole rows of 16-bit elements rotated in place (apply_rope's f16 and bf16)
-  kWhole,      // whole f32 rows rotated in place, or the fused append (k and v read whole)
+  // apply_rope: rows read in part (an in-place pass of rotary_dim < head_dim) or not packed
+  // token-major (heads or tokens with gaps, head-major views): prefetched as before, since
+  // nothing else was measured.
+  kPartial,
+  // apply_rope: packed token-major rows of 16-bit elements, read whole.
+  kWholeHalf,
+  // apply_rope: packed token-major f32 rows, read whole; the fused append (k and v read whole
+  // into the cache; its q, in place, makes it kPartial where rotary_dim < head_dim).
+  kWhole,
 };
 
 // The rule above, for a call moving `bytes` of its tensors on `threads` threads.
 bool software_prefetch(std::int64_t bytes, RowAccess access, int threads, SoftwarePrefetch mode,
                        bool prefers_hardware);
 
-// The same with POSENC_SOFTWARE_PREFETCH (read once; a bad value throws on every call) and this
-// CPU.
+// The same with POSENC_SOFTWARE_PREFETCH (read by the first call of at least kPrefetchMinBytes;
+// a bad value throws on every such call, smaller ones never read it) and this CPU. `threads` is
+// the call's: several one-thread calls running at once on different cores (where two threads
+// needed the prefetch) still take the one-thread rule.
 bool software_prefetch(std::int64_t bytes, RowAccess access, int threads);
 
 }  // namespace posenc::detail

@@ -52,7 +52,9 @@ HWY_INLINE V StoreRoundedMidDistance(D d, V v, float* HWY_RESTRICT o) {
   return hn::Sub(v, hn::BitCast(d, hn::OrAnd(half, hn::BitCast(du, v), keep)));
 }
 
-// min(|a|, |b|) for finite a, b: one vrangepd on AVX-512 (NaN is not propagated by either form).
+// min(|a|, |b|) for finite a, b: one vrangepd on AVX-512. What either form gives for a NaN is not
+// relied on: the stepped doubles are cos and sin times the attention factor (a finite double)
+// plus a bounded error, from anchors whose flagged pairs exact_sincos replaced (cos_sin_fast.cc).
 template <class V>
 HWY_INLINE V MinAbs(V a, V b) {
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3

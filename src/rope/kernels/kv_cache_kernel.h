@@ -50,8 +50,8 @@ struct TokenKv {
   // sets it for large appends (a prefill) and calls hwy::FlushStream() (sfence) once it is done
   // and before anything else may read the cache, since streaming stores are weakly ordered.
   bool stream_cache = false;
-  // Software prefetch ahead of each head of k and v (rotate.h's prefetch_ahead): large appends
-  // (rotate.h's kPrefetchMinBytes).
+  // Software prefetch ahead of each head of k and v (rotate.h's prefetch_ahead): large appends,
+  // as src/rope/software_prefetch.h decides.
   bool prefetch = false;
 };
 
