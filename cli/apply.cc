@@ -406,7 +406,7 @@ void add_apply(CLI::App& app) {
       "Progress and warnings go to stderr. POSENC_SIMD_TARGET=NAME picks the SIMD target (posenc "
       "targets). POSENC_SOFTWARE_PREFETCH=on|off|auto sets the kernels' software prefetch for "
       "tensors of 4 MiB or more (auto, the default: on, except for one-thread calls over whole "
-      "f32 rows and one-thread fused appends on AMD Zen 4; docs/kernels.md).");
+      "f32 heads of up to 128 dims and such fused appends on AMD Zen 4; docs/kernels.md).");
   cmd->callback([o] { run_apply(*o); });
 }
 

@@ -253,8 +253,8 @@ void add_bench(CLI::App& app) {
       "The in-place stream is timed with and without the kernels' software prefetch and the "
       "faster is the roofline. POSENC_SOFTWARE_PREFETCH=on|off|auto sets the kernels' own "
       "software prefetch for tensors of 4 MiB or more (auto, the default: on, except for "
-      "one-thread calls over whole f32 rows and one-thread fused appends on AMD Zen 4; "
-      "docs/kernels.md); POSENC_SIMD_TARGET=NAME picks the SIMD target.");
+      "one-thread calls over whole f32 heads of up to 128 dims and such fused appends on AMD "
+      "Zen 4; docs/kernels.md); POSENC_SIMD_TARGET=NAME picks the SIMD target.");
   cmd->callback([opts] { run_bench(*opts); });
 }
 

@@ -132,8 +132,9 @@ int run(const RopeSpec& spec, std::span<const Pass> passes, std::int64_t tokens,
   const float sign = direction == Direction::kInverse ? -1.0f : 1.0f;
   std::int64_t bytes = 0;
   // How the passes read their rows (software_prefetch.h): whole and token-major (every line of
-  // each token's heads in order, the case measured) or not; 16-bit or f32.
-  bool partial = false, half = false;
+  // each token's heads in order, the case measured) or not; f32 heads of at most
+  // kHardwarePrefetchMaxDim dims or others.
+  bool partial = false, other = false;
   const auto packed = [](const TensorView& v) {
     return v.head_stride == v.head_dim && v.token_stride == v.heads * v.head_dim;
   };
@@ -143,12 +144,12 @@ int run(const RopeSpec& spec, std::span<const Pass> passes, std::int64_t tokens,
     // In place, the dims outside the rotated range are skipped; out of place they are copied.
     partial |= !packed(*p.in) || !packed(*p.out) ||
                (detail::same_memory(*p.in, *p.out) && spec.rotary_dim < p.in->head_dim);
-    half |= p.in->dtype != DType::kF32;
+    other |= p.in->dtype != DType::kF32 || p.in->head_dim > detail::kHardwarePrefetchMaxDim;
   }
   const bool prefetch = detail::software_prefetch(
       bytes,
       partial ? detail::RowAccess::kPartial
-              : (half ? detail::RowAccess::kWholeHalf : detail::RowAccess::kWhole),
+              : (other ? detail::RowAccess::kWholeOther : detail::RowAccess::kWhole),
       static_cast<int>(std::min<std::int64_t>(tasks, threads)));
 
   // Whole tokens (no splits) of passes whose heads can go in one call: blocks of kBlockTokens

@@ -381,11 +381,13 @@ int rope_append_kv_cache(const Frequencies& freqs, const KvCache& cache, const K
   // Small appends (a decode step) prefetch nothing (software_prefetch.h): the elements of q, k
   // and v, at the larger of k's and v's element sizes. k and v are read whole (the cache rows
   // take every dim); q, rotated in place, is read in part where rotary_dim < head_dim.
+  const bool q_partial =
+      args.q && (spec.rotary_dim < args.q->head_dim || args.q->head_stride > args.q->head_dim);
   const bool prefetch = detail::software_prefetch(
       elements * std::max(ks, vs),
-      args.q && (spec.rotary_dim < args.q->head_dim || args.q->head_stride > args.q->head_dim)
-          ? detail::RowAccess::kPartial
-          : detail::RowAccess::kWhole,
+      q_partial ? detail::RowAccess::kPartial
+                : (spec.head_dim > detail::kHardwarePrefetchMaxDim ? detail::RowAccess::kWholeOther
+                                                                   : detail::RowAccess::kWhole),
       threads);
   const float k_inv = detail::exact_inverse(cache.k_scale);
   const float v_inv = detail::exact_inverse(cache.v_scale);

@@ -21,7 +21,8 @@ SoftwarePrefetch software_prefetch_from(const char* value) {
   if (v == "off") return SoftwarePrefetch::kOff;
   throw Error("POSENC_SOFTWARE_PREFETCH: '" + std::string(v) +
               "' is not a setting; expected on, off or auto (auto, the default: on, except for "
-              "one-thread calls over whole f32 rows and one-thread fused appends on AMD Zen 4; "
+              "one-thread calls over whole f32 heads of up to 128 dims and such fused appends on "
+              "AMD Zen 4; "
               "docs/kernels.md)");
 }
 

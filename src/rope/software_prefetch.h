@@ -17,8 +17,9 @@
 //     ms, [4096, 8, 128] 396 -> 351 us, M-RoPE 3.32 -> 3.05 ms; the fused Llama 3 8B prefill f32
 //     5.71 -> 5.11 ms, bf16 2.73 -> 2.23 ms. But 16-bit rows rotated in place lost 4-11%
 //     (prefill-q f16 on the fly 1.40 -> 1.55 ms, [4096, 8, 128] bf16 302 -> 315 us, M-RoPE f16
-//     1.50 -> 1.60 ms), rows read in part lost most (GPT-NeoX's in-place rows, 24 of 96 dims
-//     rotated and the lines between them skipped, took twice as long), and calls on two threads
+//     1.50 -> 1.60 ms), heads of 256 dims lost (kHardwarePrefetchMaxDim, below), rows read in
+//     part lost most (GPT-NeoX's in-place rows, 24 of 96 dims rotated and the lines between them
+//     skipped, took twice as long), and calls on two threads
 //     lost everywhere (two rounds: apply_rope f32 at Llama 2 7B's prefill 1.77 -> 2.01 ms,
 //     [4096, 8, 128] f32 177 -> 228 us, the fused Llama 3 8B prefill bf16 1.48 -> 2.18 ms): with
 //     both cores loading, the software prefetch is what keeps enough lines in flight.
@@ -49,12 +50,21 @@ enum class RowAccess {
   // token-major (heads or tokens with gaps, head-major views): prefetched as before, since
   // nothing else was measured.
   kPartial,
-  // apply_rope: packed token-major rows of 16-bit elements, read whole.
-  kWholeHalf,
-  // apply_rope: packed token-major f32 rows, read whole; the fused append (k and v read whole
-  // into the cache; its q, in place, makes it kPartial where rotary_dim < head_dim).
+  // Packed token-major rows read whole that lost without the prefetch on Zen 4, or were not
+  // measured without it: 16-bit elements in apply_rope, heads of more than
+  // kHardwarePrefetchMaxDim dims.
+  kWholeOther,
+  // apply_rope: packed token-major f32 rows of at most kHardwarePrefetchMaxDim dims, read whole;
+  // the fused append with heads of at most that many dims (k and v read whole into the cache;
+  // its q, in place, makes it kPartial where rotary_dim < head_dim).
   kWhole,
 };
+
+// The largest head for which Zen 4's hardware prefetch served whole f32 rows better: at 64 and
+// 128 dims the one-thread calls gained (above), at 256 they lost. Six processes each way of
+// [2048, 8, 256] f32 with a table: 414-642 us (median 444) with the prefetch, 454-1196 (median
+// 563) without; [4096, 16, 64] in the same processes 362-1018 (median 455) against 309-360 (332).
+inline constexpr std::int64_t kHardwarePrefetchMaxDim = 128;
 
 // The rule above, for a call moving `bytes` of its tensors on `threads` threads.
 bool software_prefetch(std::int64_t bytes, RowAccess access, int threads, SoftwarePrefetch mode,

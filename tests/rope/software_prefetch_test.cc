@@ -41,7 +41,7 @@ TEST(SoftwarePrefetch, SettingTakesOnOffAutoAndRefusesAnythingElse) {
 TEST(SoftwarePrefetch, SmallCallsNeverPrefetchLargeOnesByTheSettingAndTheCpu) {
   const std::int64_t small = posenc::detail::kPrefetchMinBytes - 1;
   const std::int64_t large = posenc::detail::kPrefetchMinBytes;
-  for (RowAccess access : {RowAccess::kPartial, RowAccess::kWholeHalf, RowAccess::kWhole}) {
+  for (RowAccess access : {RowAccess::kPartial, RowAccess::kWholeOther, RowAccess::kWhole}) {
     for (bool zen4 : {false, true}) {
       for (int threads : {1, 2, 8}) {
         const std::string what = std::to_string(static_cast<int>(access)) + " zen4 " +
