@@ -380,14 +380,17 @@ int rope_append_kv_cache(const Frequencies& freqs, const KvCache& cache, const K
                             static_cast<double>(detail::stream_cache_bytes());
   // Small appends (a decode step) prefetch nothing (software_prefetch.h): the elements of q, k
   // and v, at the larger of k's and v's element sizes. k and v are read whole (the cache rows
-  // take every dim); q, rotated in place, is read in part where rotary_dim < head_dim.
-  const bool q_partial =
-      args.q && (spec.rotary_dim < args.q->head_dim || args.q->head_stride > args.q->head_dim);
+  // take every dim), one token's heads after another (the rows of a packed qkv tensor, as
+  // measured); q, rotated in place, is read in part where rotary_dim < head_dim. Gaps between
+  // heads were not measured without the prefetch, and keep it.
+  const bool partial =
+      (args.q && (spec.rotary_dim < args.q->head_dim || args.q->head_stride > args.q->head_dim)) ||
+      args.k.head_stride > args.k.head_dim || args.v.head_stride > args.v.head_dim;
   const bool prefetch = detail::software_prefetch(
       elements * std::max(ks, vs),
-      q_partial ? detail::RowAccess::kPartial
-                : (spec.head_dim > detail::kHardwarePrefetchMaxDim ? detail::RowAccess::kWholeOther
-                                                                   : detail::RowAccess::kWhole),
+      partial ? detail::RowAccess::kPartial
+              : (spec.head_dim > detail::kHardwarePrefetchMaxDim ? detail::RowAccess::kWholeOther
+                                                                 : detail::RowAccess::kWhole),
       threads);
   const float k_inv = detail::exact_inverse(cache.k_scale);
   const float v_inv = detail::exact_inverse(cache.v_scale);

@@ -22,8 +22,7 @@ SoftwarePrefetch software_prefetch_from(const char* value) {
   throw Error("POSENC_SOFTWARE_PREFETCH: '" + std::string(v) +
               "' is not a setting; expected on, off or auto (auto, the default: on, except for "
               "one-thread calls over whole f32 heads of up to 128 dims and such fused appends on "
-              "AMD Zen 4; "
-              "docs/kernels.md)");
+              "AMD Zen 4; docs/kernels.md)");
 }
 
 bool cpu_prefers_hardware_prefetch() {

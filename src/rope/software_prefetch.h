@@ -56,7 +56,8 @@ enum class RowAccess {
   kWholeOther,
   // apply_rope: packed token-major f32 rows of at most kHardwarePrefetchMaxDim dims, read whole;
   // the fused append with heads of at most that many dims (k and v read whole into the cache;
-  // its q, in place, makes it kPartial where rotary_dim < head_dim).
+  // it is kPartial where its q, in place, has rotary_dim < head_dim or q, k or v have gaps
+  // between heads).
   kWhole,
 };
 
