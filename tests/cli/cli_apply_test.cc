@@ -333,6 +333,36 @@ TEST(CliApply, RangeFileAndTableGiveTheSameBytes) {
   EXPECT_EQ(slurp(path("a.npy")), slurp(path("c.npy")));
 }
 
+// A call of 16 MiB (past the 4 MiB under which nothing is prefetched): the software prefetch
+// forced on, forced off and by the machine's rule (src/rope/software_prefetch.h), on one thread
+// and two, gives the same bytes, and they are the float64 rotation's within the f32 tolerance.
+TEST(CliApply, SoftwarePrefetchSettingLeavesTheBitsAlone) {
+  const Tensor q = random_tensor("f32", {4096, 8, 128}, 11);
+  save("big.npy", q);
+  std::vector<std::int64_t> pos(4096);
+  for (std::size_t t = 0; t < pos.size(); ++t) pos[t] = static_cast<std::int64_t>(t);
+  std::string first;
+  for (const char* setting : {"off", "on", "auto"}) {
+    for (const char* threads : {"1", "2"}) {
+      const std::string out = std::string("big_") + setting + "_" + threads + ".npy";
+      const CliRun r = posenc("apply --q " + path("big.npy") + " --positions-range 0 --table " +
+                                  "--threads " + threads + " -o " + path(out),
+                              std::string("POSENC_SOFTWARE_PREFETCH=") + setting);
+      ASSERT_EQ(r.status, 0) << setting << " " << threads << ": " << r.err;
+      if (first.empty()) {
+        first = out;
+        expect_rotated(q, load(out, q), pos, Rotation{plain_inv_freq(10000.0, 128)}, kF32Ulps,
+                       "prefetch " + std::string(setting));
+      } else {
+        EXPECT_TRUE(slurp(path(out)) == slurp(path(first))) << out << " differs from " << first;
+        std::filesystem::remove(path(out));
+      }
+    }
+  }
+  std::filesystem::remove(path(first));
+  std::filesystem::remove(path("big.npy"));
+}
+
 TEST(CliApply, ConfigAndOverridesMatchComputeFrequencies) {
   const std::string config =
       std::string(POSENC_SHARED_DIR) + "/testdata/hf-configs/llama-3.1-8b.json";
