@@ -403,10 +403,9 @@ void add_apply(CLI::App& app) {
                 "Print a JSON summary on stdout (shapes, dtype, numerics, rope_type, ...)");
   add_encoding_flags(cmd, o->encoding);
   cmd->footer(
-      "Progress and warnings go to stderr. POSENC_SIMD_TARGET=NAME picks the SIMD target (posenc "
-      "targets). POSENC_SOFTWARE_PREFETCH=on|off|auto sets the kernels' software prefetch for "
-      "tensors of 4 MiB or more (auto, the default: on, except for one-thread calls over whole "
-      "f32 heads of up to 128 dims and such fused appends on AMD Zen 4; docs/kernels.md).");
+      std::string("Progress and warnings go to stderr. POSENC_SIMD_TARGET=NAME picks the SIMD "
+                  "target (posenc targets). ") +
+      kSoftwarePrefetchSetting);
   cmd->callback([o] { run_apply(*o); });
 }
 

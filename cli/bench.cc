@@ -250,11 +250,10 @@ void add_bench(CLI::App& app) {
   cmd->add_flag("--json", opts->json,
                 "Print a JSON array with one record per case instead of the table");
   cmd->footer(
-      "The in-place stream is timed with and without the kernels' software prefetch and the "
-      "faster is the roofline. POSENC_SOFTWARE_PREFETCH=on|off|auto sets the kernels' own "
-      "software prefetch for tensors of 4 MiB or more (auto, the default: on, except for "
-      "one-thread calls over whole f32 heads of up to 128 dims and such fused appends on AMD "
-      "Zen 4; docs/kernels.md); POSENC_SIMD_TARGET=NAME picks the SIMD target.");
+      std::string("The in-place stream is timed with and without the kernels' software prefetch "
+                  "and the faster is the roofline. POSENC_SIMD_TARGET=NAME picks the SIMD "
+                  "target. ") +
+      kSoftwarePrefetchSetting);
   cmd->callback([opts] { run_bench(*opts); });
 }
 

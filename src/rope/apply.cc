@@ -132,9 +132,8 @@ int run(const RopeSpec& spec, std::span<const Pass> passes, std::int64_t tokens,
   const float sign = direction == Direction::kInverse ? -1.0f : 1.0f;
   std::int64_t bytes = 0;
   // How the passes read their rows (software_prefetch.h): whole and token-major (every line of
-  // each token's heads in order, the case measured) or not; f32 heads of at most
-  // kHardwarePrefetchMaxDim dims or others.
-  bool partial = false, other = false;
+  // each token's heads in order, the case measured) or not; f32 or 16-bit.
+  bool partial = false, half = false;
   const auto packed = [](const TensorView& v) {
     return v.head_stride == v.head_dim && v.token_stride == v.heads * v.head_dim;
   };
@@ -144,13 +143,13 @@ int run(const RopeSpec& spec, std::span<const Pass> passes, std::int64_t tokens,
     // In place, the dims outside the rotated range are skipped; out of place they are copied.
     partial |= !packed(*p.in) || !packed(*p.out) ||
                (detail::same_memory(*p.in, *p.out) && spec.rotary_dim < p.in->head_dim);
-    other |= p.in->dtype != DType::kF32 || p.in->head_dim > detail::kHardwarePrefetchMaxDim;
+    half |= p.in->dtype != DType::kF32;
   }
   const bool prefetch = detail::software_prefetch(
       bytes,
       partial ? detail::RowAccess::kPartial
-              : (other ? detail::RowAccess::kWholeOther : detail::RowAccess::kWhole),
-      static_cast<int>(std::min<std::int64_t>(tasks, threads)));
+              : (half ? detail::RowAccess::kWholeHalf : detail::RowAccess::kWhole),
+      spec.head_dim, static_cast<int>(std::min<std::int64_t>(tasks, threads)));
 
   // Whole tokens (no splits) of passes whose heads can go in one call: blocks of kBlockTokens
   // tokens, their rows made first, then one kernel call per pass and block (rotate.h's

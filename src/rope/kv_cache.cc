@@ -388,10 +388,7 @@ int rope_append_kv_cache(const Frequencies& freqs, const KvCache& cache, const K
       args.k.head_stride > args.k.head_dim || args.v.head_stride > args.v.head_dim;
   const bool prefetch = detail::software_prefetch(
       elements * std::max(ks, vs),
-      partial ? detail::RowAccess::kPartial
-              : (spec.head_dim > detail::kHardwarePrefetchMaxDim ? detail::RowAccess::kWholeOther
-                                                                 : detail::RowAccess::kWhole),
-      threads);
+      partial ? detail::RowAccess::kPartial : detail::RowAccess::kWhole, spec.head_dim, threads);
   const float k_inv = detail::exact_inverse(cache.k_scale);
   const float v_inv = detail::exact_inverse(cache.v_scale);
   // bf16 and f16 into fp8: each scale's table (this thread's, kept across calls).

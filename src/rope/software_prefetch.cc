@@ -10,6 +10,7 @@
 #endif
 
 #include "posenc/core/error.h"
+#include "posenc/rope/targets.h"
 #include "rope/kernels/rotate.h"
 
 namespace posenc::detail {
@@ -20,9 +21,7 @@ SoftwarePrefetch software_prefetch_from(const char* value) {
   if (v == "on") return SoftwarePrefetch::kOn;
   if (v == "off") return SoftwarePrefetch::kOff;
   throw Error("POSENC_SOFTWARE_PREFETCH: '" + std::string(v) +
-              "' is not a setting; expected on, off or auto (auto, the default: on, except for "
-              "one-thread calls over whole f32 heads of up to 128 dims and such fused appends on "
-              "AMD Zen 4; docs/kernels.md)");
+              "' is not a setting; expected on, off or auto. " + kSoftwarePrefetchSetting);
 }
 
 bool cpu_prefers_hardware_prefetch() {
@@ -43,8 +42,8 @@ bool cpu_prefers_hardware_prefetch() {
 #endif
 }
 
-bool software_prefetch(std::int64_t bytes, RowAccess access, int threads, SoftwarePrefetch mode,
-                       bool prefers_hardware) {
+bool software_prefetch(std::int64_t bytes, RowAccess access, std::int64_t head_dim, int threads,
+                       SoftwarePrefetch mode, bool prefers_hardware) {
   if (bytes < kPrefetchMinBytes) return false;
   switch (mode) {
     case SoftwarePrefetch::kOn:
@@ -54,16 +53,17 @@ bool software_prefetch(std::int64_t bytes, RowAccess access, int threads, Softwa
     case SoftwarePrefetch::kAuto:
       break;
   }
-  return !(prefers_hardware && access == RowAccess::kWhole && threads == 1);
+  return !(prefers_hardware && access == RowAccess::kWhole && head_dim <= kHardwarePrefetchMaxDim &&
+           threads == 1);
 }
 
-bool software_prefetch(std::int64_t bytes, RowAccess access, int threads) {
+bool software_prefetch(std::int64_t bytes, RowAccess access, std::int64_t head_dim, int threads) {
   if (bytes < kPrefetchMinBytes) return false;  // before the variable: decode steps stay cheap
   // Read once. A function-local static: an exception leaves it unset, so a bad value throws on
   // every call (as POSENC_SIMD_TARGET's, targets.cc).
   static const SoftwarePrefetch mode =
       software_prefetch_from(std::getenv("POSENC_SOFTWARE_PREFETCH"));
-  return software_prefetch(bytes, access, threads, mode, cpu_prefers_hardware_prefetch());
+  return software_prefetch(bytes, access, head_dim, threads, mode, cpu_prefers_hardware_prefetch());
 }
 
 }  // namespace posenc::detail

@@ -25,9 +25,11 @@
 //     both cores loading, the software prefetch is what keeps enough lines in flight.
 // So a call prefetches when it moves at least kPrefetchMinBytes (a smaller tensor was usually
 // just written and sits in L1 or L2; rotate.h), unless it runs on one thread of a Zen 4 and reads
-// whole rows of the kind whose hardware prefetch served better there (RowAccess::kWhole).
-// POSENC_SOFTWARE_PREFETCH=on or off sets it for every call of at least kPrefetchMinBytes (for
-// machines not measured here, and for measuring); auto, or unset, is the rule above.
+// whole rows of the kind whose hardware prefetch served better there (RowAccess::kWhole, heads
+// of at most kHardwarePrefetchMaxDim dims). POSENC_SOFTWARE_PREFETCH=on or off sets it for every
+// call of at least kPrefetchMinBytes (for machines not measured here, and for measuring); auto,
+// or unset, is the rule above (posenc/rope/targets.h's kSoftwarePrefetchSetting says it for help
+// screens).
 #pragma once
 
 #include <cstdint>
@@ -50,14 +52,12 @@ enum class RowAccess {
   // token-major (heads or tokens with gaps, head-major views): prefetched as before, since
   // nothing else was measured.
   kPartial,
-  // Packed token-major rows read whole that lost without the prefetch on Zen 4, or were not
-  // measured without it: 16-bit elements in apply_rope, heads of more than
-  // kHardwarePrefetchMaxDim dims.
-  kWholeOther,
-  // apply_rope: packed token-major f32 rows of at most kHardwarePrefetchMaxDim dims, read whole;
-  // the fused append with heads of at most that many dims (k and v read whole into the cache;
-  // it is kPartial where its q, in place, has rotary_dim < head_dim or q, k or v have gaps
-  // between heads).
+  // apply_rope: packed token-major rows of 16-bit elements, read whole (they lost 4-11% without
+  // the prefetch on Zen 4).
+  kWholeHalf,
+  // apply_rope: packed token-major f32 rows, read whole; the fused append (k and v read whole
+  // into the cache; it is kPartial where its q, in place, has rotary_dim < head_dim or q, k or v
+  // have gaps between heads).
   kWhole,
 };
 
@@ -67,14 +67,15 @@ enum class RowAccess {
 // 563) without; [4096, 16, 64] in the same processes 362-1018 (median 455) against 309-360 (332).
 inline constexpr std::int64_t kHardwarePrefetchMaxDim = 128;
 
-// The rule above, for a call moving `bytes` of its tensors on `threads` threads.
-bool software_prefetch(std::int64_t bytes, RowAccess access, int threads, SoftwarePrefetch mode,
-                       bool prefers_hardware);
+// The rule above, for a call moving `bytes` of its tensors, heads of `head_dim`, on `threads`
+// threads.
+bool software_prefetch(std::int64_t bytes, RowAccess access, std::int64_t head_dim, int threads,
+                       SoftwarePrefetch mode, bool prefers_hardware);
 
 // The same with POSENC_SOFTWARE_PREFETCH (read by the first call of at least kPrefetchMinBytes;
 // a bad value throws on every such call, smaller ones never read it) and this CPU. `threads` is
 // the call's: several one-thread calls running at once on different cores (where two threads
 // needed the prefetch) still take the one-thread rule.
-bool software_prefetch(std::int64_t bytes, RowAccess access, int threads);
+bool software_prefetch(std::int64_t bytes, RowAccess access, std::int64_t head_dim, int threads);
 
 }  // namespace posenc::detail

@@ -1,6 +1,6 @@
 // When a call prefetches its tensors in software (src/rope/software_prefetch.h): the setting's
 // values, the rule for each kind of row access on each kind of CPU, and the CPU test against
-// /proc/cpuinfo, read independently of cpuid.
+// /proc/cpuinfo on x86 Linux, read independently of cpuid.
 #include <cstdint>
 #include <fstream>
 #include <sstream>
@@ -41,33 +41,39 @@ TEST(SoftwarePrefetch, SettingTakesOnOffAutoAndRefusesAnythingElse) {
 TEST(SoftwarePrefetch, SmallCallsNeverPrefetchLargeOnesByTheSettingAndTheCpu) {
   const std::int64_t small = posenc::detail::kPrefetchMinBytes - 1;
   const std::int64_t large = posenc::detail::kPrefetchMinBytes;
-  for (RowAccess access : {RowAccess::kPartial, RowAccess::kWholeOther, RowAccess::kWhole}) {
+  for (RowAccess access : {RowAccess::kPartial, RowAccess::kWholeHalf, RowAccess::kWhole}) {
     for (bool zen4 : {false, true}) {
       for (int threads : {1, 2, 8}) {
-        const std::string what = std::to_string(static_cast<int>(access)) + " zen4 " +
-                                 std::to_string(zen4) + " threads " + std::to_string(threads);
-        for (SoftwarePrefetch mode :
-             {SoftwarePrefetch::kAuto, SoftwarePrefetch::kOn, SoftwarePrefetch::kOff}) {
-          EXPECT_FALSE(software_prefetch(small, access, threads, mode, zen4)) << what;
+        for (std::int64_t d : {std::int64_t{64}, std::int64_t{128}, std::int64_t{256}}) {
+          const std::string what = std::to_string(static_cast<int>(access)) + " zen4 " +
+                                   std::to_string(zen4) + " threads " + std::to_string(threads) +
+                                   " head_dim " + std::to_string(d);
+          for (SoftwarePrefetch mode :
+               {SoftwarePrefetch::kAuto, SoftwarePrefetch::kOn, SoftwarePrefetch::kOff}) {
+            EXPECT_FALSE(software_prefetch(small, access, d, threads, mode, zen4)) << what;
+          }
+          EXPECT_TRUE(software_prefetch(large, access, d, threads, SoftwarePrefetch::kOn, zen4))
+              << what;
+          EXPECT_FALSE(software_prefetch(large, access, d, threads, SoftwarePrefetch::kOff, zen4))
+              << what;
+          // auto: everywhere but whole rows of heads up to kHardwarePrefetchMaxDim dims on one
+          // thread of a CPU whose hardware prefetchers serve them better.
+          EXPECT_EQ(software_prefetch(large, access, d, threads, SoftwarePrefetch::kAuto, zen4),
+                    !(zen4 && access == RowAccess::kWhole &&
+                      d <= posenc::detail::kHardwarePrefetchMaxDim && threads == 1))
+              << what;
         }
-        EXPECT_TRUE(software_prefetch(large, access, threads, SoftwarePrefetch::kOn, zen4)) << what;
-        EXPECT_FALSE(software_prefetch(large, access, threads, SoftwarePrefetch::kOff, zen4))
-            << what;
-        // auto: everywhere but whole rows on one thread of a CPU whose hardware prefetchers
-        // serve them better.
-        EXPECT_EQ(software_prefetch(large, access, threads, SoftwarePrefetch::kAuto, zen4),
-                  !(zen4 && access == RowAccess::kWhole && threads == 1))
-            << what;
       }
     }
   }
 }
 
+#if defined(__linux__) && (defined(__x86_64__) || defined(__i386__))
 // cpuid's answer against the kernel's: vendor AuthenticAMD, "cpu family" 25 (0x19) and the
-// avx512f flag. Linux only (elsewhere there is no /proc/cpuinfo to read).
+// avx512f flag. On x86 Linux, which has both to read.
 TEST(SoftwarePrefetch, CpuTestAgreesWithProcCpuinfo) {
   std::ifstream in("/proc/cpuinfo");
-  if (!in) GTEST_SKIP() << "no /proc/cpuinfo";
+  ASSERT_TRUE(in) << "cannot read /proc/cpuinfo";
   std::string line, vendor, family, flags;
   while (std::getline(in, line)) {
     const auto colon = line.find(':');
@@ -79,11 +85,12 @@ TEST(SoftwarePrefetch, CpuTestAgreesWithProcCpuinfo) {
     if (key == "cpu family" && family.empty()) family = value;
     if (key == "flags" && flags.empty()) flags = " " + value + " ";
   }
-  if (vendor.empty() || family.empty()) GTEST_SKIP() << "no x86 vendor or family in /proc/cpuinfo";
+  ASSERT_FALSE(vendor.empty() || family.empty()) << "no vendor_id or cpu family in /proc/cpuinfo";
   const bool zen4 =
       vendor == "AuthenticAMD" && family == "25" && flags.find(" avx512f ") != std::string::npos;
   EXPECT_EQ(posenc::detail::cpu_prefers_hardware_prefetch(), zen4)
       << vendor << " family " << family;
 }
+#endif
 
 }  // namespace

@@ -40,4 +40,13 @@ std::string active_simd_target();
 // "" restores the default. Process-global; not safe while other threads run kernels (above).
 void force_simd_target(const std::string& name);
 
+// The environment variable POSENC_SOFTWARE_PREFETCH, read by the first call that moves 4 MiB or
+// more: on or off forces the kernels' software prefetch of the rows ahead for such calls, auto
+// (or unset) takes the library's rule per CPU (docs/kernels.md, "Software prefetch"); any other
+// value makes those calls throw Error. The same bits either way. This text, for help screens:
+inline constexpr const char* kSoftwarePrefetchSetting =
+    "POSENC_SOFTWARE_PREFETCH=on|off|auto sets the kernels' software prefetch for tensors of 4 MiB "
+    "or more (auto, the default: on, except for one-thread calls over whole f32 heads of up to "
+    "128 dims and such fused appends on AMD Zen 4; docs/kernels.md).";
+
 }  // namespace posenc
