@@ -317,4 +317,53 @@ void CosSinStepper::step(unsigned moving, const std::int64_t* ap, float* c, floa
   step_run(moving, 1, c, s, 0, [&](std::int64_t, std::size_t i) { return ap[slot_axis_[i]]; });
 }
 
+void CosSinStepper::rows_by_axis(const std::int64_t* positions, std::int64_t count, float* c,
+                                 float* s, std::int64_t stride) {
+  const std::size_t axes = last_pos_.size();
+  if (axes == 1) return rows(positions, count, c, s, stride);
+  const auto at = [&](std::size_t a, std::int64_t k) {
+    return positions[static_cast<std::int64_t>(a) * count + k];
+  };
+  // The axes that move by one from `last` to row k (bit a), as row() decides them, or -1 where
+  // row k cannot be stepped from `last`.
+  const auto moving_from = [&](const std::int64_t* last, std::int64_t k) -> std::int64_t {
+    unsigned moving = 0;
+    for (unsigned a : used_axes_) {
+      const std::int64_t p = at(a, k);
+      if (p == last[a]) {
+        if (!stays_in_bound(p)) return -1;
+        continue;
+      }
+      if (!steps_by_one(last[a], p)) return -1;
+      moving |= 1u << a;
+    }
+    return moving;
+  };
+  std::int64_t ap[kMaxAxes];
+  std::int64_t k = 0;
+  while (k < count) {
+    // The run of rows from k that step from the row before by the same axes, before the next
+    // anchor.
+    std::int64_t m = 0, moving = -1;
+    if (since_anchor_ >= 0 && since_anchor_ < kMaxSteps) moving = moving_from(last_pos_.data(), k);
+    if (moving >= 0) {
+      const std::int64_t room = std::min(count - k, kMaxSteps - since_anchor_);
+      for (m = 1; m < room; ++m) {
+        for (std::size_t a = 0; a < axes; ++a) ap[a] = at(a, k + m - 1);
+        if (moving_from(ap, k + m) != moving) break;
+      }
+    }
+    if (m == 0) {
+      for (std::size_t a = 0; a < axes; ++a) ap[a] = at(a, k);
+      row(std::span<const std::int64_t>(ap, axes), c + k * stride, s + k * stride);
+      ++k;
+      continue;
+    }
+    step_run(static_cast<unsigned>(moving), m, c + k * stride, s + k * stride, stride,
+             [&](std::int64_t r, std::size_t i) { return at(slot_axis_[i], k + r); });
+    for (std::size_t a = 0; a < axes; ++a) last_pos_[a] = at(a, k + m - 1);
+    k += m;
+  }
+}
+
 }  // namespace posenc::detail

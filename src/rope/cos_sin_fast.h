@@ -61,6 +61,14 @@ class CosSinStepper {
   void rows(const std::int64_t* positions, std::int64_t count, float* c, float* s,
             std::int64_t stride);
 
+  // The rows of any axis map at positions[a * count + k] (axis a of row k), row k's n values at
+  // c + k * stride and s + k * stride; the same bits as row() per row. A run of rows whose axes
+  // each move by one or stay, the same ones from row to row (a multi-axis spec's text tokens:
+  // every axis moves; along a row of an image grid: the width's), is stepped in one kernel call,
+  // as rows() steps a one-axis run.
+  void rows_by_axis(const std::int64_t* positions, std::int64_t count, float* c, float* s,
+                    std::int64_t stride);
+
   const Stats& stats() const { return stats_; }
 
  private:

@@ -363,7 +363,7 @@ int rope_append_kv_cache(const Frequencies& freqs, const KvCache& cache, const K
   const detail::CosSinRows rows(freqs, args.positions, tokens, args.table);
   const detail::RowFn row = args.rotate ? detail::RowFn(std::cref(rows)) : nullptr;
   // On the fly, rows a block of tokens at a time where that applies (apply.cc does the same).
-  const detail::CosSinRowBlocks blocks(freqs, args.positions, args.table);
+  const detail::CosSinRowBlocks blocks(freqs, args.positions, tokens, args.table);
   const detail::RowBlockFn row_block = args.rotate ? blocks.fn() : nullptr;
   const std::int64_t q_heads = args.q ? args.q->heads : 0;
   const std::int64_t elements = tokens * (q_heads + 2 * cache.heads) * spec.head_dim;

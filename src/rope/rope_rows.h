@@ -2,6 +2,7 @@
 // of views, positions and tables, the per-token cos/sin rows, and the row the kernels take.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -74,11 +75,16 @@ std::int64_t rope_token_count(const RopeSpec& spec, const Positions& positions,
 // Throws when `table` (if any) was built from other frequencies.
 void check_rope_table(const Frequencies& freqs, const CosSinTable* table, std::string_view who);
 
+// The most axes a spec's axis map may read (M-RoPE: 3; rope_token_count refuses more).
+inline constexpr std::int64_t kMaxAxes = 4;
+
 // The rows of a call's tokens: from the table where every position of the token is inside it,
 // else computed on the fly (the multi-axis gather of apply.h). Keeps references to freqs and
 // table, copies the rest. Lives in the caller's frame and is handed over as
 // RowFn(std::cref(rows)): a std::function over a reference wrapper allocates nothing, where one
-// over a closure of this size allocated on every call.
+// over a closure of this size allocated on every call. Allocates nothing itself either: its runs
+// were two std::vectors, and their allocations took about a quarter of an M-RoPE decode step's
+// apply_rope (32 heads of 128, f32, Zen 4).
 class CosSinRows {
  public:
   CosSinRows(const Frequencies& freqs, const Positions& positions, std::int64_t tokens,
@@ -93,6 +99,9 @@ class CosSinRows {
   struct Run {  // slots [begin, end) read from one axis' row
     std::size_t begin, end, axis;
   };
+  // A map of up to kMaxRuns runs (Qwen2-VL's sections: 3) is gathered run by run, one of more
+  // (Qwen3-VL's interleaved map: a run per slot or two) slot by slot.
+  static constexpr std::size_t kMaxRuns = 8;
   void compute(std::span<const std::int64_t> axis_positions, float* c, float* s) const;
   void prefetch_table_rows(std::int64_t u, std::size_t axis, std::int64_t begin,
                            std::int64_t end) const;
@@ -103,10 +112,14 @@ class CosSinRows {
   const CosSinTable* table_;
   std::int64_t axes_;
   std::size_t n_;
-  bool step_;               // precise numerics: rows from each thread's CosSinStepper
-  bool gather_table_;       // multi-axis rows may be gathered from the table's rows
-  std::vector<Run> runs_;   // multi-axis: the map as runs of consecutive slots on one axis
-  std::vector<Run> spans_;  // multi-axis: the slots each axis reads, first to last
+  bool step_;          // precise numerics: rows from each thread's CosSinStepper
+  bool gather_table_;  // multi-axis rows may be gathered from the table's rows
+  // Multi-axis with a table only: the map as runs of consecutive slots on one axis (run_count_
+  // of them; 0: slot by slot), and the slots each axis reads, first to last.
+  std::array<Run, kMaxRuns> runs_;
+  std::size_t run_count_ = 0;
+  std::array<Run, kMaxAxes> spans_;
+  std::size_t span_count_ = 0;
 };
 
 // The rows of tokens [t0, t0 + count), row k's n values at c + k * stride and s + k * stride.
@@ -119,18 +132,21 @@ using RowBlockFn = std::function<void(std::int64_t t0, std::int64_t count, float
 // its closure (32 bytes) allocated on every call without a table, as CosSinRows' did.
 class CosSinRowBlocks {
  public:
-  CosSinRowBlocks(const Frequencies& freqs, const Positions& positions, const CosSinTable* table);
+  CosSinRowBlocks(const Frequencies& freqs, const Positions& positions, std::int64_t tokens,
+                  const CosSinTable* table);
   CosSinRowBlocks(const CosSinRowBlocks&) = delete;
   CosSinRowBlocks& operator=(const CosSinRowBlocks&) = delete;
   void operator()(std::int64_t t0, std::int64_t count, float* c, float* s,
                   std::int64_t stride) const;
-  // RowBlockFn(std::cref(*this)) where block rows apply (one axis, no table, `precise`), else an
-  // empty one.
+  // RowBlockFn(std::cref(*this)) where block rows apply (no table, `precise`; any axis map:
+  // CosSinStepper::rows_by_axis), else an empty one.
   RowBlockFn fn() const { return applies_ ? RowBlockFn(std::cref(*this)) : RowBlockFn(); }
 
  private:
   const Frequencies& freqs_;
   Positions positions_;
+  std::int64_t tokens_;
+  std::int64_t axes_;
   bool applies_;
 };
 

@@ -416,6 +416,30 @@ TEST(MultiAxisApply, WrongPositionShapesAreRefusedNamingBothNumbers) {
               HasSubstr("axis maps contiguous vs single"));
 }
 
+// Frequencies built or changed by hand skip compute_frequencies' checks: a map whose slot reads an
+// axis past the count, or with a slot per pair missing, is refused by the table's gather with
+// the numbers, not read out of bounds.
+TEST(MultiAxisApply, HandMadeMapsOutOfRangeAreRefusedByTheGather) {
+  const MapCase c = Maps()[0];
+  const auto good = posenc::compute_frequencies(MapSpec(c, Layout::kHalfSplit));
+  const posenc::CosSinTable table(good, 64);
+  std::mt19937 rng(4);
+  Buffer buf = Random(DType::kF32, static_cast<std::size_t>(2 * 2 * c.head_dim), rng);
+  const std::vector<std::int64_t> image = {5, 5, 6, 7, 8, 9};  // [3, 2]: no text token
+  EXPECT_NO_THROW(Apply(good, buf, 2, 2, image, posenc::Direction::kForward, &table));
+  auto past = good;
+  past.spec.axis_map.slot_axis[5] = 3;
+  EXPECT_THAT(error_of([&] { Apply(past, buf, 2, 2, image, posenc::Direction::kForward, &table); }),
+              HasSubstr("axis_map: " + std::to_string(c.head_dim / 2) +
+                        " slots reading axes up to 3; expected one per frequency pair (" +
+                        std::to_string(c.head_dim / 2) + "), each below the axis count (3)"));
+  auto short_map = good;
+  short_map.spec.axis_map.slot_axis.pop_back();
+  EXPECT_THAT(
+      error_of([&] { Apply(short_map, buf, 2, 2, image, posenc::Direction::kForward, &table); }),
+      HasSubstr("axis_map: " + std::to_string(c.head_dim / 2 - 1) + " slots"));
+}
+
 // Re-rotating a multi-axis key cache from one YaRN factor to another gives the keys rotated with
 // the new factor directly (to float32 rounding).
 TEST(MultiAxisRerotate, MovesKeysBetweenFrequenciesPerSlot) {
