@@ -18,6 +18,8 @@ std::span<const Shape> shapes() {
       {"head_dim-256", 2048, 8, 256, 0},
       // Multi-axis at the prefill shape: its time over llama2-7b-prefill-q's is M-RoPE's cost.
       {"mrope-prefill-q", 4096, 32, 128, 0, true},
+      // A vision-language model's decode step: one text token, every axis at one position.
+      {"mrope-decode", 1, 32, 128, 4095, true},
       // llama.cpp's Llama (GGUF q and k are permuted so that pairs are adjacent dims).
       {"llama2-7b-gguf-prefill-gqa-k", 4096, 8, 128, 0, false, 0, 0, true},
       // GPT-NeoX-20B: hidden 6144 = 64 heads x 96, rotary_pct 0.25, context 2048 (its

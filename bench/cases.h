@@ -74,7 +74,10 @@ struct Case {
 //   head_dim-64              4096 tokens, 16 heads,  64
 //   head_dim-256             2048 tokens,  8 heads, 256
 //   mrope-prefill-q          4096 tokens, 32 heads, 128   (llama2-7b-prefill-q's shape with
-//                                                          Qwen2-VL's 3-axis M-RoPE)
+//                                                          Qwen2-VL's 3-axis M-RoPE: axis
+//                                                          positions t, t / 64, t % 64)
+//   mrope-decode                1 token,  32 heads, 128   (llama2-7b-decode's, a text token:
+//                                                          every axis at position 4095)
 //   llama2-7b-gguf-prefill-gqa-k  llama2-7b-prefill-gqa-k's shape with interleaved pairs, as
 //                                 llama.cpp rotates Llama's GGUF q and k (GGML_ROPE_TYPE_NORM)
 //   gpt-neox-20b-prefill-k   2048 tokens, 64 heads, 96, 24 of them rotated (partial rotary 0.25,
