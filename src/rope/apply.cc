@@ -303,7 +303,7 @@ namespace {
 // steppers live in thread-local storage, and they are kept from one call to the next (a stepper
 // is reset only for frequencies none of them serves): an engine's decode step rotates its token
 // at position p in every layer, then at p + 1, so after the first call each call is a step from
-// the last row (or, at the same position, a step by exactly (1, 0)) instead of an anchor. Four,
+// the last row (or, at the same position, the last row's floats again) instead of an anchor. Four,
 // for models whose layers alternate frequencies (Gemma 3's local and global bases), replaced in
 // turn. Same bits either way: every row is the exact path's (cos_sin_fast.h).
 CosSinStepper& thread_stepper(const Frequencies& freqs) {

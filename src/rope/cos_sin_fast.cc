@@ -23,9 +23,10 @@
 //     r = fl(c af) within 3.1u |af|. So |v - r| <= |af| u (6.01 m + 7.5), and computing v - E
 //     and v + E rounds by at most 1.01u |af| more.
 //  E = |af| u (8 m + 16) covers all of it for m <= kMaxSteps (8 m + 16 >= 6.01 m + 8.6).
-//  A pair whose axis did not move (another axis of a multi-axis row did, or the whole row is the
-//  same position again) steps by U = (1, 0) exactly: x 1 - y 0 and y 1 + x 0 are x and y, so
-//  e_m = e_{m-1}, and counting the step in m only widens E.
+//  A pair whose axis did not move (another axis of a multi-axis row did) steps by U = (1, 0)
+//  exactly: x 1 - y 0 and y 1 + x 0 are x and y, so e_m = e_{m-1}, and counting the step in m
+//  only widens E. (A whole row at the same positions again is the last row's floats, kept:
+//  CosSinStepper::row.)
 //  Positions are those exact_sincos reduces exactly, |p| < 2^31; w is any double.
 // Where every real within E of v rounds to one float32, that float is fl32(r), and fl32(v) is the
 // entry written; the kernel decides it (cos_sin_fast_kernel.cc: v more than max(2 E, 2^-149)
@@ -60,8 +61,8 @@ constexpr bool steps_by_one(std::int64_t last, std::int64_t p) {
   return last > -kStepLimit && last < kStepLimit - 1 && p == last + 1;
 }
 
-// Whether a row may keep position p's doubles (an axis that stays, or the same position again):
-// p inside the positions the bound covers.
+// Whether a row may keep position p's doubles (an axis that stays while another moves): p inside
+// the positions the bound covers.
 constexpr bool stays_in_bound(std::int64_t p) { return p > -kStepLimit && p < kStepLimit; }
 
 }  // namespace
@@ -99,6 +100,8 @@ void CosSinStepper::reset(const Frequencies& freqs, double bound_scale) {
   }
   c_.resize(n);
   s_.resize(n);
+  kept_c_.resize(n);
+  kept_s_.resize(n);
   position_.resize(n);
   anchor_pos_.resize(n);
   last_pos_.assign(axes, 0);
@@ -190,6 +193,29 @@ const std::vector<double>& CosSinStepper::step_factors(unsigned moving) {
   return f;
 }
 
+bool CosSinStepper::repeats_last(const std::int64_t* ap) const {
+  if (since_anchor_ < 0) return false;
+  for (unsigned a : used_axes_) {
+    if (ap[a] != last_pos_[a]) return false;
+  }
+  return true;
+}
+
+void CosSinStepper::give_kept(std::int64_t count, float* c, float* s, std::int64_t stride) {
+  const std::size_t bytes = kept_c_.size() * sizeof(float);
+  for (std::int64_t r = 0; r < count; ++r) {
+    std::memcpy(c + r * stride, kept_c_.data(), bytes);
+    std::memcpy(s + r * stride, kept_s_.data(), bytes);
+  }
+  stats_.repeats += count;
+}
+
+void CosSinStepper::keep(const float* c, const float* s) {
+  const std::size_t bytes = kept_c_.size() * sizeof(float);
+  std::memcpy(kept_c_.data(), c, bytes);
+  std::memcpy(kept_s_.data(), s, bytes);
+}
+
 void CosSinStepper::row(std::span<const std::int64_t> ap, float* c, float* s) {
   // One axis moving by one (a prefill's rows): straight to the step, without the multi-axis
   // bookkeeping below (in a profile of 8 f16 heads rotated on the fly it took 8% of the time,
@@ -199,10 +225,11 @@ void CosSinStepper::row(std::span<const std::int64_t> ap, float* c, float* s) {
     if (steps_by_one(last_pos_[0], p)) {
       last_pos_[0] = p;
       step(1u, ap.data(), c, s);
+      keep(c, s);
       return;
     }
   }
-  std::int64_t same[kMaxAxes];
+  std::int64_t same[kMaxAxes] = {};
   if (ap.size() == 1 && last_pos_.size() > 1) {
     std::fill(same, same + last_pos_.size(), ap[0]);
     ap = std::span<const std::int64_t>(same, last_pos_.size());
@@ -210,6 +237,11 @@ void CosSinStepper::row(std::span<const std::int64_t> ap, float* c, float* s) {
   if (ap.size() != last_pos_.size()) {
     throw Error("CosSinStepper: " + std::to_string(ap.size()) + " axis positions for a " +
                 std::to_string(last_pos_.size()) + "-axis map");
+  }
+  if (repeats_last(ap.data())) {
+    std::copy(ap.begin(), ap.end(), last_pos_.begin());
+    give_kept(1, c, s, 0);
+    return;
   }
   // Which axes moved by one since the last row; any other change re-anchors.
   unsigned moving = 0;
@@ -224,15 +256,14 @@ void CosSinStepper::row(std::span<const std::int64_t> ap, float* c, float* s) {
     moving |= 1u << a;
   }
   std::copy(ap.begin(), ap.end(), last_pos_.begin());
-  // The same positions again (every layer of a model rotates a decode step's token at one
-  // position; a call that splits one token's heads between threads) take a step by exactly
-  // (1, 0): the doubles stay as they are, and the bound's check and the exact path for the pairs
-  // it leaves open give the floats again, about a tenth of an anchor's time.
+  // The same positions again were given above (the kept row). Here an axis a row reads may stay
+  // (a step by exactly (1, 0) for its pairs) while another moves.
   if (!steppable) {
     anchor(ap.data(), c, s);
   } else {
     step(moving, ap.data(), c, s);
   }
+  keep(c, s);
 }
 
 void CosSinStepper::rows(const std::int64_t* positions, std::int64_t count, float* c, float* s,
@@ -262,6 +293,7 @@ void CosSinStepper::rows(const std::int64_t* positions, std::int64_t count, floa
     }
     step_rows(positions + k, m, c + k * stride, s + k * stride, stride);
     k += m;
+    keep(c + (k - 1) * stride, s + (k - 1) * stride);
   }
 }
 
@@ -359,9 +391,14 @@ void CosSinStepper::rows_by_axis(const std::int64_t* positions, std::int64_t cou
       ++k;
       continue;
     }
-    step_run(static_cast<unsigned>(moving), m, c + k * stride, s + k * stride, stride,
-             [&](std::int64_t r, std::size_t i) { return at(slot_axis_[i], k + r); });
     for (std::size_t a = 0; a < axes; ++a) last_pos_[a] = at(a, k + m - 1);
+    if (moving == 0) {  // the last row's positions again (row())
+      give_kept(m, c + k * stride, s + k * stride, stride);
+    } else {
+      step_run(static_cast<unsigned>(moving), m, c + k * stride, s + k * stride, stride,
+               [&](std::int64_t r, std::size_t i) { return at(slot_axis_[i], k + r); });
+      keep(c + (k + m - 1) * stride, s + (k + m - 1) * stride);
+    }
     k += m;
   }
 }

@@ -468,12 +468,11 @@ TEST(CosSinFast, ResetIsANewStepper) {
   EXPECT_EQ(st.stats().steps, 297);
 }
 
-// The same position again (a decode step's token in every layer) steps by exactly (1, 0) where the
-// bound holds: the exact rows, one anchor and the rest steps; at |p| >= 2^31 every row is an
-// anchor. With the bound grown 10^7 times, many pairs of the repeated rows go to the exact path
-// (and must come back as the exact rows). Multi-axis: an axis that stays at 2^31 or beyond
-// re-anchors the row.
-TEST(CosSinFast, RepeatedPositionsStepByOneWhereTheBoundHolds) {
+// The same position again (a decode step's token in every layer) gives the kept row: the exact
+// rows, one anchor and the rest repeats, wherever the position (no arithmetic, so no bound), with
+// the bound as it is and grown 10^7 times. Multi-axis: an axis that stays at 2^31 or beyond
+// while another moves re-anchors the row.
+TEST(CosSinFast, RepeatedPositionsGiveTheKeptRow) {
   for (const Named& spec : RealSpecs()) {
     SCOPED_TRACE(spec.name);
     const Frequencies& f = spec.freqs;
@@ -492,12 +491,9 @@ TEST(CosSinFast, RepeatedPositionsStepByOneWhereTheBoundHolds) {
           differing += !SameBits(c, want_c) || !SameBits(s, want_s);
         }
         EXPECT_EQ(differing, 0) << p << " bound x" << bound_scale;
-        const bool inside = p > -kTop - 1 && p < kTop + 1;
-        EXPECT_EQ(st.stats().anchors, inside ? 1 : 40) << p;
-        EXPECT_EQ(st.stats().steps, inside ? 39 : 0) << p;
-        if (inside && bound_scale > 1.0) {
-          EXPECT_GT(st.stats().exact_pairs, 39) << p;
-        }
+        EXPECT_EQ(st.stats().anchors, 1) << p;
+        EXPECT_EQ(st.stats().steps, 0) << p;
+        EXPECT_EQ(st.stats().repeats, 39) << p;
       }
     }
     if (axes == 3) {
@@ -516,6 +512,75 @@ TEST(CosSinFast, RepeatedPositionsStepByOneWhereTheBoundHolds) {
       }
     }
   }
+}
+
+// The kept row is the last one made, however it was made: a row, the last of a block of rows
+// (rows(), rows_by_axis(), which also give repeats inside a block), an anchor, a step; and a
+// reset stepper keeps nothing of the rows before (the same position under other frequencies is
+// a new anchor).
+TEST(CosSinFast, KeptRowIsTheLastRowMade) {
+  const Frequencies one = posenc::compute_frequencies(posenc::load_preset("llama-3.1-8b").spec);
+  const Frequencies other = posenc::compute_frequencies(
+      posenc::testing::make_spec(posenc::Method::kYarn, 128, 500000.0, 8.0, 4096));
+  const Frequencies multi = posenc::compute_frequencies(posenc::load_preset("qwen2-vl-7b").spec);
+  const auto n = static_cast<std::size_t>(one.pair_count());
+  ASSERT_EQ(static_cast<std::size_t>(multi.pair_count()), n);
+  ForEachTarget([&](const std::string& target) {
+    std::vector<float> c(n), s(n), want_c(n), want_s(n), bc(8 * n), bs(8 * n);
+    std::int64_t checked = 0, differing = 0;
+    const auto check = [&](const Frequencies& f, std::span<const std::int64_t> ap, const float* rc,
+                           const float* rs) {
+      posenc::cos_sin_row_f32(f, ap, want_c, want_s);
+      differing += std::memcmp(rc, want_c.data(), n * sizeof(float)) != 0 ||
+                   std::memcmp(rs, want_s.data(), n * sizeof(float)) != 0;
+      ++checked;
+    };
+    const auto again = [&](CosSinStepper& st, const Frequencies& f, std::vector<std::int64_t> ap) {
+      st.row(ap, c.data(), s.data());
+      check(f, ap, c.data(), s.data());
+    };
+    CosSinStepper st(one);
+    // rows(): 5 positions ending in a repeat of the block's row 3, then 9 again by row().
+    const std::int64_t block[] = {5, 6, 7, 9, 9};
+    st.rows(block, 5, bc.data(), bs.data(), static_cast<std::int64_t>(n));
+    for (std::size_t k = 0; k < 5; ++k) {
+      check(one, std::span<const std::int64_t>(&block[k], 1), bc.data() + k * n, bs.data() + k * n);
+    }
+    again(st, one, {9});
+    again(st, one, {10});  // a step from the kept state
+    again(st, one, {10});
+    // A block that ends in stepped rows, then its last row again.
+    const std::int64_t stepped[] = {11, 12, 13};
+    st.rows(stepped, 3, bc.data(), bs.data(), static_cast<std::int64_t>(n));
+    for (std::size_t k = 0; k < 3; ++k) {
+      check(one, std::span<const std::int64_t>(&stepped[k], 1), bc.data() + k * n,
+            bs.data() + k * n);
+    }
+    again(st, one, {13});
+    again(st, one, {400});  // an anchor
+    again(st, one, {400});
+    EXPECT_EQ(st.stats().repeats, 5) << target;  // the block's 9 again, 9, 10, 13, 400
+    // reset to other frequencies: at position 0 (where a reset stepper's positions start) and
+    // at the same position, new anchors, not the kept row.
+    st.reset(other);
+    again(st, other, {0});
+    again(st, other, {400});
+    EXPECT_EQ(st.stats().anchors, 2) << target;
+    EXPECT_EQ(st.stats().repeats, 0) << target;
+    // rows_by_axis: text rows, a repeat inside the block, an image row; then its last row again.
+    CosSinStepper mt(multi);
+    const std::int64_t p[3 * 6] = {20, 21, 21, 22, 22, 22,   // t
+                                   20, 21, 21, 22, 22, 22,   // h
+                                   20, 21, 21, 22, 23, 24};  // w
+    mt.rows_by_axis(p, 6, bc.data(), bs.data(), static_cast<std::int64_t>(n));
+    for (std::size_t k = 0; k < 6; ++k) {
+      const std::int64_t ap[3] = {p[k], p[6 + k], p[12 + k]};
+      check(multi, ap, bc.data() + k * n, bs.data() + k * n);
+    }
+    again(mt, multi, {22, 22, 24});
+    EXPECT_EQ(mt.stats().repeats, 2) << target;
+    EXPECT_EQ(differing, 0) << target << " of " << checked;
+  });
 }
 
 // apply_rope keeps each thread's steppers from one call to the next (src/rope/apply.cc's
