@@ -133,11 +133,8 @@ TEST(CosSinFastMultiAxis, BlocksOfRowsAreRowByRowsBitsOnEveryTarget) {
 }
 
 posenc::testing::Buffer RandomBuffer(DType dtype, std::size_t count, std::uint32_t seed) {
-  posenc::testing::Buffer x(dtype, count);
   std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-  for (std::size_t i = 0; i < count; ++i) x.set(i, u(rng));
-  return x;
+  return posenc::testing::Random(dtype, count, rng);
 }
 
 // apply_rope on the fly (blocks of rows stepped per axis) against the table path, bit for bit:
