@@ -32,7 +32,8 @@ struct Shape {
   std::int64_t head_dim = 0;
   std::int64_t first_position = 0;  // positions first_position .. first_position + tokens - 1
   // Multi-axis: Qwen2-VL's mrope_section [16, 24, 24] (head_dim 128) with [3, tokens] positions
-  // t = first + k, h = first + k / 64, w = first + k % 64 (a 64-wide image, every axis distinct).
+  // t = first + k, h = first + k / 64, w = first + k % 64 (a 64-wide image: the axes differ from
+  // token 1 on; token 0, mrope-decode's only one, is at `first` on every axis, a text token).
   bool mrope = false;
   // Fused cases (rope_append_kv_cache): the k and v heads (GQA: fewer than `heads`, the q heads);
   // 0 for the RoPE-only cases.

@@ -336,7 +336,11 @@ CosSinRowBlocks::CosSinRowBlocks(const Frequencies& freqs, const Positions& posi
       positions_(positions),
       tokens_(tokens),
       axes_(axis_count(freqs.spec)),
-      applies_(!table && CosSinStepper::applies(freqs)) {}
+      applies_(!table && CosSinStepper::applies(freqs)) {
+  if (applies_ && axes_ > kMaxAxes) {  // operator()'s positions; rope_token_count refuses these
+    throw Error("axis_map: " + str(axes_) + " axes; at most " + str(kMaxAxes) + " are supported");
+  }
+}
 
 void CosSinRowBlocks::operator()(std::int64_t t0, std::int64_t count, float* c, float* s,
                                  std::int64_t stride) const {
@@ -367,6 +371,9 @@ CosSinRows::CosSinRows(const Frequencies& freqs, const Positions& positions, std
       gather_table_(table && !gathers_angles(freqs)) {
   // One axis: the table's row is read in place. No table: nothing to gather.
   if (axes_ == 1 || !gather_table_) return;
+  if (axes_ > kMaxAxes) {  // the callers' rope_token_count refuses these first
+    throw Error("axis_map: " + str(axes_) + " axes; at most " + str(kMaxAxes) + " are supported");
+  }
   // Nor where every token is text (operator() reads its row in place): a decode step's token, a
   // text prompt. The map's runs below took a tenth of an M-RoPE decode step's apply_rope.
   bool text = true;

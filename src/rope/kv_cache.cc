@@ -358,9 +358,10 @@ int rope_append_kv_cache(const Frequencies& freqs, const KvCache& cache, const K
 
   detail::ensure_simd_target_from_env();
   const std::int64_t n = args.rotate ? freqs.pair_count() : 0;
-  // Made whether or not it is used (it only reads freqs): GCC zeroed a std::optional of it
-  // with a `rep stosq` before emplacing.
-  const detail::CosSinRows rows(freqs, args.positions, tokens, args.table);
+  // Made whether or not it is used: GCC zeroed a std::optional of it with a `rep stosq` before
+  // emplacing. Without rotation the positions may be absent (never checked), so it gets no table:
+  // then it reads nothing but freqs.
+  const detail::CosSinRows rows(freqs, args.positions, tokens, args.rotate ? args.table : nullptr);
   const detail::RowFn row = args.rotate ? detail::RowFn(std::cref(rows)) : nullptr;
   // On the fly, rows a block of tokens at a time where that applies (apply.cc does the same).
   const detail::CosSinRowBlocks blocks(freqs, args.positions, tokens, args.table);

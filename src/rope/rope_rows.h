@@ -114,8 +114,9 @@ class CosSinRows {
   std::size_t n_;
   bool step_;          // precise numerics: rows from each thread's CosSinStepper
   bool gather_table_;  // multi-axis rows may be gathered from the table's rows
-  // Multi-axis with a table only: the map as runs of consecutive slots on one axis (run_count_
-  // of them; 0: slot by slot), and the slots each axis reads, first to last.
+  // Multi-axis with a table and a token that is not text only (else nothing reads them): the map
+  // as runs of consecutive slots on one axis (run_count_ of them; 0: slot by slot, or not built),
+  // and the slots each axis reads, first to last.
   std::array<Run, kMaxRuns> runs_;
   std::size_t run_count_ = 0;
   std::array<Run, kMaxAxes> spans_;
@@ -126,9 +127,9 @@ class CosSinRows {
 using RowBlockFn = std::function<void(std::int64_t t0, std::int64_t count, float* c, float* s,
                                       std::int64_t stride)>;
 
-// CosSinRows' rows a block of tokens at a time, where that is cheaper: one axis, no table,
-// `precise` numerics (CosSinStepper::rows steps a prefill's block in one kernel call). Keeps a
-// reference to freqs. Held in the caller's frame and handed over by fn(): a std::function over
+// CosSinRows' rows a block of tokens at a time, where that is cheaper: no table, `precise`
+// numerics, any axis map (CosSinStepper::rows_by_axis steps a prefill's block, or a multi-axis
+// block's runs, in one kernel call each). Keeps a reference to freqs. Held in the caller's frame and handed over by fn(): a std::function over
 // its closure (32 bytes) allocated on every call without a table, as CosSinRows' did.
 class CosSinRowBlocks {
  public:
