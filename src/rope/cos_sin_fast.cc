@@ -51,7 +51,7 @@ namespace {
 
 constexpr double kUnitRoundoff = 0x1p-53;
 static_assert(CosSinStepper::kMaxSteps <= 512, "the bound above is derived for m <= 512");
-constexpr std::size_t kMaxAxes = 8 * sizeof(unsigned);
+constexpr std::size_t kMaxStepperAxes = 8 * sizeof(unsigned);  // bits of `moving`
 
 constexpr std::int64_t kStepLimit = std::int64_t{1} << 31;
 
@@ -78,21 +78,38 @@ CosSinStepper::CosSinStepper(const Frequencies& freqs, double bound_scale) {
 
 void CosSinStepper::reset(const Frequencies& freqs, double bound_scale) {
   if (!applies(freqs)) throw Error("CosSinStepper: rows of these numerics cannot be stepped");
+  // No row and no frequencies until the reset is done: a throw below (a map built by hand, an
+  // allocation) leaves a stepper that serves nothing and keeps no row.
+  since_anchor_ = -1;
+  w_.clear();
+  const std::size_t n = freqs.inv_freq.size();
+  const AxisMap& map = freqs.spec.axis_map;
+  const std::size_t axes = std::max<std::size_t>(1, static_cast<std::size_t>(map.axes));
+  if (axes > kMaxStepperAxes) {
+    throw Error("CosSinStepper: too many axes (" + std::to_string(axes) + ")");
+  }
+  // compute_frequencies validated the map; Frequencies built or changed by hand are not, and the
+  // rows read positions by it.
+  if (!map.slot_axis.empty() && map.slot_axis.size() != n) {
+    throw Error("CosSinStepper: the axis map has " + std::to_string(map.slot_axis.size()) +
+                " slots; expected one per frequency pair (" + std::to_string(n) + ")");
+  }
+  for (const std::uint8_t a : map.slot_axis) {
+    if (a >= axes) {
+      throw Error("CosSinStepper: a slot of the axis map reads axis " + std::to_string(a) +
+                  ", not below its axis count (" + std::to_string(axes) + ")");
+    }
+  }
   // assign, resize and clear keep each vector's memory: a decode step's call resets the thread's
   // stepper instead of allocating a new one (nine allocations, as long as the rotation of one
   // token's 32 heads).
-  w_.assign(freqs.inv_freq.begin(), freqs.inv_freq.end());
   af_ = freqs.attention_factor;
   bound_scale_ = bound_scale;
-  const std::size_t n = w_.size();
-  const AxisMap& map = freqs.spec.axis_map;
   map_ = map;
   slot_axis_.assign(n, 0);
   if (!map.slot_axis.empty()) {
     for (std::size_t i = 0; i < n; ++i) slot_axis_[i] = static_cast<std::size_t>(map.slot_axis[i]);
   }
-  const std::size_t axes = std::max<std::size_t>(1, static_cast<std::size_t>(map.axes));
-  if (axes > kMaxAxes) throw Error("CosSinStepper: too many axes (" + std::to_string(axes) + ")");
   used_axes_.clear();
   for (std::size_t a = 0; a < axes; ++a) {
     if (std::find(slot_axis_.begin(), slot_axis_.end(), a) != slot_axis_.end())
@@ -111,8 +128,8 @@ void CosSinStepper::reset(const Frequencies& freqs, double bound_scale) {
   unit_step_.clear();
   last_moving_ = 0;
   last_factors_ = nullptr;
-  since_anchor_ = -1;
   stats_ = Stats{};
+  w_.assign(freqs.inv_freq.begin(), freqs.inv_freq.end());  // last: serves() holds from here
 }
 
 void CosSinStepper::anchor(const std::int64_t* ap, float* c, float* s) {
@@ -202,21 +219,50 @@ bool CosSinStepper::repeats_last(const std::int64_t* ap) const {
 }
 
 void CosSinStepper::give_kept(std::int64_t count, float* c, float* s, std::int64_t stride) {
+  stats_.repeats += count;
+  if (kept_c_.empty()) return;  // no pairs: memcpy must not see a null pointer
   const std::size_t bytes = kept_c_.size() * sizeof(float);
   for (std::int64_t r = 0; r < count; ++r) {
     std::memcpy(c + r * stride, kept_c_.data(), bytes);
     std::memcpy(s + r * stride, kept_s_.data(), bytes);
   }
-  stats_.repeats += count;
 }
 
 void CosSinStepper::keep(const float* c, const float* s) {
+  if (kept_c_.empty()) return;
   const std::size_t bytes = kept_c_.size() * sizeof(float);
   std::memcpy(kept_c_.data(), c, bytes);
   std::memcpy(kept_s_.data(), s, bytes);
 }
 
+// The public calls change the row state all or nothing: a throw midway (an allocation of the step
+// factors, a wrong position count) leaves a stepper with no row, whose next row is an anchor,
+// instead of positions, doubles and the kept row out of step (a repeat would give a stale row).
+template <class F>
+void CosSinStepper::all_or_nothing(F&& make) {
+  try {
+    make();
+  } catch (...) {
+    since_anchor_ = -1;
+    throw;
+  }
+}
+
 void CosSinStepper::row(std::span<const std::int64_t> ap, float* c, float* s) {
+  all_or_nothing([&] { make_row(ap, c, s); });
+}
+
+void CosSinStepper::rows(const std::int64_t* positions, std::int64_t count, float* c, float* s,
+                         std::int64_t stride) {
+  all_or_nothing([&] { make_rows(positions, count, c, s, stride); });
+}
+
+void CosSinStepper::rows_by_axis(const std::int64_t* positions, std::int64_t count, float* c,
+                                 float* s, std::int64_t stride) {
+  all_or_nothing([&] { make_rows_by_axis(positions, count, c, s, stride); });
+}
+
+void CosSinStepper::make_row(std::span<const std::int64_t> ap, float* c, float* s) {
   // One axis moving by one (a prefill's rows): straight to the step, without the multi-axis
   // bookkeeping below (in a profile of 8 f16 heads rotated on the fly it took 8% of the time,
   // the step itself 20%).
@@ -229,10 +275,10 @@ void CosSinStepper::row(std::span<const std::int64_t> ap, float* c, float* s) {
       return;
     }
   }
-  std::int64_t same[kMaxAxes] = {};
-  if (ap.size() == 1 && last_pos_.size() > 1) {
+  if (ap.size() == 1 && last_pos_.size() > 1) {  // one position for every axis
+    std::int64_t same[kMaxStepperAxes];
     std::fill(same, same + last_pos_.size(), ap[0]);
-    ap = std::span<const std::int64_t>(same, last_pos_.size());
+    return make_row(std::span<const std::int64_t>(same, last_pos_.size()), c, s);
   }
   if (ap.size() != last_pos_.size()) {
     throw Error("CosSinStepper: " + std::to_string(ap.size()) + " axis positions for a " +
@@ -266,8 +312,8 @@ void CosSinStepper::row(std::span<const std::int64_t> ap, float* c, float* s) {
   keep(c, s);
 }
 
-void CosSinStepper::rows(const std::int64_t* positions, std::int64_t count, float* c, float* s,
-                         std::int64_t stride) {
+void CosSinStepper::make_rows(const std::int64_t* positions, std::int64_t count, float* c, float* s,
+                              std::int64_t stride) {
   if (last_pos_.size() != 1) {
     throw Error(
         "CosSinStepper: rows() takes one position per row, for a one-axis map; this one "
@@ -287,7 +333,7 @@ void CosSinStepper::rows(const std::int64_t* positions, std::int64_t count, floa
       }
     }
     if (m == 0) {
-      row(std::span<const std::int64_t>(positions + k, 1), c + k * stride, s + k * stride);
+      make_row(std::span<const std::int64_t>(positions + k, 1), c + k * stride, s + k * stride);
       ++k;
       continue;
     }
@@ -349,10 +395,10 @@ void CosSinStepper::step(unsigned moving, const std::int64_t* ap, float* c, floa
   step_run(moving, 1, c, s, 0, [&](std::int64_t, std::size_t i) { return ap[slot_axis_[i]]; });
 }
 
-void CosSinStepper::rows_by_axis(const std::int64_t* positions, std::int64_t count, float* c,
-                                 float* s, std::int64_t stride) {
+void CosSinStepper::make_rows_by_axis(const std::int64_t* positions, std::int64_t count, float* c,
+                                      float* s, std::int64_t stride) {
   const std::size_t axes = last_pos_.size();
-  if (axes == 1) return rows(positions, count, c, s, stride);
+  if (axes == 1) return make_rows(positions, count, c, s, stride);
   const auto at = [&](std::size_t a, std::int64_t k) {
     return positions[static_cast<std::int64_t>(a) * count + k];
   };
@@ -371,7 +417,7 @@ void CosSinStepper::rows_by_axis(const std::int64_t* positions, std::int64_t cou
     }
     return moving;
   };
-  std::int64_t ap[kMaxAxes];
+  std::int64_t ap[kMaxStepperAxes];
   std::int64_t k = 0;
   while (k < count) {
     // The run of rows from k that step from the row before by the same axes, before the next
@@ -387,7 +433,7 @@ void CosSinStepper::rows_by_axis(const std::int64_t* positions, std::int64_t cou
     }
     if (m == 0) {
       for (std::size_t a = 0; a < axes; ++a) ap[a] = at(a, k);
-      row(std::span<const std::int64_t>(ap, axes), c + k * stride, s + k * stride);
+      make_row(std::span<const std::int64_t>(ap, axes), c + k * stride, s + k * stride);
       ++k;
       continue;
     }

@@ -86,6 +86,14 @@ class CosSinStepper {
   // go up by one from the last row's, within kMaxSteps of the anchor.
   void step_rows(const std::int64_t* positions, std::int64_t count, float* c, float* s,
                  std::int64_t stride);
+  // The public calls' work; all_or_nothing(make) runs it and, if it throws, leaves no row.
+  void make_row(std::span<const std::int64_t> axis_positions, float* c, float* s);
+  void make_rows(const std::int64_t* positions, std::int64_t count, float* c, float* s,
+                 std::int64_t stride);
+  void make_rows_by_axis(const std::int64_t* positions, std::int64_t count, float* c, float* s,
+                         std::int64_t stride);
+  template <class F>
+  void all_or_nothing(F&& make);
   // Whether the axes that rows read are at the last row's positions (a row made, and kept).
   bool repeats_last(const std::int64_t* axis_positions) const;
   // Gives the kept row again, as `count` rows (row r at c + r * stride).
@@ -108,10 +116,11 @@ class CosSinStepper {
   double bound_scale_ = 1.0;
   std::vector<double> c_, s_;  // the current row, times the attention factor
   // The floats of the last row made (at last_pos_), for its positions again: a step by exactly
-  // (1, 0) would leave c_ and s_ as they are, and every float of a row is the exact path's
-  // whatever the bound, so the same floats. `posenc bench --filter decode` on the fly (one
-  // thread, Zen 4, medians of three runs), stepping again -> kept: llama2-7b-decode f32 309 ->
-  // 289 ns, f16 390 -> 372, bf16 358 -> 344.
+  // (1, 0) would leave c_ and s_ as they are and decide every float as the last row did, so the
+  // same floats (the exact path's, with the library's bound). `posenc bench --filter decode` on
+  // the fly (its decode cases rotate one position again and again, as a decode step's layers after
+  // the first do; one thread, Zen 4, medians of three runs), a step again -> the kept row:
+  // llama2-7b-decode f32 309 -> 289 ns, f16 390 -> 372, bf16 358 -> 344.
   std::vector<float> kept_c_, kept_s_;
   std::vector<std::int64_t> anchor_pos_;  // per pair, the anchor's position
   std::vector<double> position_;          // the same as doubles, for the kernel

@@ -1,7 +1,8 @@
 // CosSinTable and the on-the-fly row: cos/sin in the Frequencies' convention, rounded once.
 #include "posenc/rope/table.h"
 
-#include <optional>
+#include <algorithm>
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -62,16 +63,28 @@ CosSinTable::CosSinTable(const Frequencies& freqs, std::int64_t positions)
   const auto n = static_cast<std::size_t>(pairs_);
   cos_.resize(static_cast<std::size_t>(positions) * n);
   sin_.resize(cos_.size());
-  // Consecutive positions: `precise` rows by the stepper (the same bits, far fewer exact calls).
-  std::optional<detail::CosSinStepper> stepper;
-  if (detail::CosSinStepper::applies(freqs_)) stepper.emplace(freqs_);
-  for (std::int64_t p = 0; p < positions; ++p) {
-    const auto at = static_cast<std::size_t>(p) * n;
-    if (stepper) {
-      stepper->row(std::span<const std::int64_t>(&p, 1), cos_.data() + at, sin_.data() + at);
-    } else {
+  if (!detail::CosSinStepper::applies(freqs_)) {
+    for (std::int64_t p = 0; p < positions; ++p) {
+      const auto at = static_cast<std::size_t>(p) * n;
       cos_sin_row_f32(freqs_, p, {cos_.data() + at, n}, {sin_.data() + at, n});
     }
+    return;
+  }
+  // Consecutive positions: `precise` rows by the stepper (the same bits, far fewer exact calls),
+  // in blocks stepped in one kernel call each. Row p holds position p on every axis of the map.
+  detail::CosSinStepper stepper(freqs_);
+  const auto axes = static_cast<std::size_t>(std::max<std::int64_t>(1, axis_count(freqs_.spec)));
+  constexpr std::int64_t kBlock = 64;
+  std::vector<std::int64_t> block(axes * kBlock);
+  for (std::int64_t p0 = 0; p0 < positions; p0 += kBlock) {
+    const std::int64_t m = std::min(kBlock, positions - p0);
+    for (std::size_t a = 0; a < axes; ++a) {
+      for (std::int64_t k = 0; k < m; ++k)
+        block[a * static_cast<std::size_t>(m) + static_cast<std::size_t>(k)] = p0 + k;
+    }
+    const auto at = static_cast<std::size_t>(p0) * n;
+    stepper.rows_by_axis(block.data(), m, cos_.data() + at, sin_.data() + at,
+                         static_cast<std::int64_t>(n));
   }
 }
 
