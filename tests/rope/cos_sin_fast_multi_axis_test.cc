@@ -121,6 +121,7 @@ TEST(CosSinFastMultiAxis, BlocksOfRowsAreRowByRowsBitsOnEveryTarget) {
         EXPECT_EQ(inexact, 0) << what;
         EXPECT_EQ(block.stats().anchors, one.stats().anchors) << what;
         EXPECT_EQ(block.stats().steps, one.stats().steps) << what;
+        EXPECT_EQ(block.stats().repeats, one.stats().repeats) << what;
         EXPECT_EQ(block.stats().exact_pairs, one.stats().exact_pairs) << what;
         // Most rows are stepped (an anchor per text run, image row, jump and row past 2^31).
         EXPECT_GT(block.stats().steps, static_cast<std::int64_t>(tokens.size()) - 200) << what;
@@ -229,6 +230,100 @@ TEST(CosSinFastMultiAxis, FusedAppendOnTheFlyIsTheTablePathsOnEveryTarget) {
       EXPECT_EQ(got.kc, want.kc) << what << " key cache";
     }
   });
+}
+
+// Maps built by hand (compute_frequencies makes none of these): an axis no slot reads, exactly
+// kMaxRuns (8) runs, which the table path gathers run by run, and 9, which it gathers slot by
+// slot. The stepper's blocks against the exact rows (an unread axis that changes between repeats
+// must not end them), and apply_rope on the fly against the table path.
+TEST(CosSinFastMultiAxis, HandMadeMapsStepAndGatherOnEveryTarget) {
+  const Frequencies base = posenc::compute_frequencies(posenc::load_preset("qwen2-vl-7b").spec);
+  const auto n = static_cast<std::size_t>(base.pair_count());
+  ASSERT_EQ(n, 64u);
+  const auto map_of = [&](std::vector<std::pair<std::uint8_t, std::size_t>> runs) {
+    Frequencies f = base;
+    f.spec.axis_map.slot_axis.clear();
+    for (const auto& [axis, length] : runs)
+      f.spec.axis_map.slot_axis.insert(f.spec.axis_map.slot_axis.end(), length, axis);
+    EXPECT_EQ(f.spec.axis_map.slot_axis.size(), n);
+    return f;
+  };
+  struct Named {
+    const char* name;
+    Frequencies f;
+  };
+  const Named maps[] = {
+      {"axis 1 unread", map_of({{0, 32}, {2, 32}})},
+      {"8 runs", map_of({{0, 8}, {1, 8}, {2, 8}, {0, 8}, {1, 8}, {2, 8}, {0, 8}, {1, 8}})},
+      {"9 runs", map_of({{0, 7}, {1, 7}, {2, 7}, {0, 7}, {1, 7}, {2, 7}, {0, 7}, {1, 7}, {2, 8}})},
+  };
+  // Text, a grid, and repeats whose unread axis h moves.
+  std::vector<Token> tokens;
+  Prompt(3, 4, 20, tokens);
+  for (std::int64_t h = 0; h < 5; ++h) tokens.push_back({900, 900 + h, 900});
+  const std::vector<std::int64_t> pos = AxisMajor(tokens);
+  const auto count = static_cast<std::int64_t>(tokens.size());
+  ForEachTarget([&](const std::string& target) {
+    for (const Named& m : maps) {
+      const std::string what = target + " " + m.name;
+      CosSinStepper st(m.f);
+      std::vector<float> c(static_cast<std::size_t>(count) * n), s(c.size()), want_c(n), want_s(n);
+      st.rows_by_axis(pos.data(), count, c.data(), s.data(), static_cast<std::int64_t>(n));
+      std::int64_t differing = 0;
+      for (std::size_t k = 0; k < tokens.size(); ++k) {
+        posenc::cos_sin_row_f32(m.f, tokens[k], want_c, want_s);
+        differing += std::memcmp(want_c.data(), c.data() + k * n, n * sizeof(float)) != 0 ||
+                     std::memcmp(want_s.data(), s.data() + k * n, n * sizeof(float)) != 0;
+      }
+      EXPECT_EQ(differing, 0) << what;
+      if (std::string(m.name) == "axis 1 unread") {
+        EXPECT_EQ(st.stats().repeats, 4) << what;  // h is not read: the last 4 rows repeat
+      }
+      const posenc::CosSinTable table(m.f, 1024);
+      const auto x = RandomBuffer(DType::kF32, static_cast<std::size_t>(count * 2 * 128), 9);
+      auto rotated = [&](const posenc::CosSinTable* t) {
+        posenc::testing::Buffer y = x;
+        posenc::RopeArgs args;
+        args.q = posenc::TensorView::contiguous(y.bytes.data(), DType::kF32, count, 2, 128);
+        args.positions = std::span<const std::int64_t>(pos);
+        args.table = t;
+        posenc::apply_rope(m.f, args);
+        return y.bytes;
+      };
+      EXPECT_EQ(rotated(nullptr), rotated(&table)) << what;
+    }
+  });
+}
+
+// The fused append without rotation takes no positions (kv_cache.h), with or without a table, for
+// a multi-axis spec too: k and v are copied as given, and nothing reads positions.
+TEST(CosSinFastMultiAxis, FusedAppendWithoutRotationReadsNoPositions) {
+  const Frequencies f = posenc::compute_frequencies(posenc::load_preset("qwen2-vl-7b").spec);
+  const posenc::CosSinTable table(f, 64);
+  const std::int64_t tokens = 5, heads = 2, d = f.spec.head_dim;
+  const auto k = RandomBuffer(DType::kF32, static_cast<std::size_t>(tokens * heads * d), 4);
+  const auto v = RandomBuffer(DType::kF32, static_cast<std::size_t>(tokens * heads * d), 5);
+  std::vector<std::uint8_t> kc(k.bytes.size()), vc(v.bytes.size());
+  const posenc::KvCache cache =
+      posenc::KvCache::contiguous(kc.data(), vc.data(), posenc::CacheDType::kF32,
+                                  posenc::KvCacheLayout::kVllm, tokens, 1, heads, d);
+  std::vector<std::int64_t> slots(static_cast<std::size_t>(tokens));
+  std::iota(slots.begin(), slots.end(), 0);
+  for (const posenc::CosSinTable* t : {static_cast<const posenc::CosSinTable*>(nullptr), &table}) {
+    posenc::KvAppendArgs a;
+    a.k = posenc::TensorView::contiguous(const_cast<std::uint8_t*>(k.bytes.data()), DType::kF32,
+                                         tokens, heads, d);
+    a.v = posenc::TensorView::contiguous(const_cast<std::uint8_t*>(v.bytes.data()), DType::kF32,
+                                         tokens, heads, d);
+    a.rotate = false;
+    a.table = t;
+    a.slot_mapping = slots;
+    std::fill(kc.begin(), kc.end(), 0);
+    std::fill(vc.begin(), vc.end(), 0);
+    posenc::rope_append_kv_cache(f, cache, a);
+    EXPECT_EQ(kc, k.bytes) << (t ? "table" : "no table");
+    EXPECT_EQ(vc, v.bytes) << (t ? "table" : "no table");
+  }
 }
 
 }  // namespace

@@ -18,6 +18,7 @@
 #include <gtest/gtest.h>
 
 #include "posenc/core/cos_sin.h"
+#include "posenc/core/error.h"
 #include "posenc/core/frequencies.h"
 #include "posenc/io/presets.h"
 #include "posenc/rope/apply.h"
@@ -581,6 +582,24 @@ TEST(CosSinFast, KeptRowIsTheLastRowMade) {
     EXPECT_EQ(mt.stats().repeats, 2) << target;
     EXPECT_EQ(differing, 0) << target << " of " << checked;
   });
+}
+
+// A call that throws (here: positions for another number of axes) leaves no row: the next row is
+// an anchor, not the kept row or a step from state the failed call may have half changed.
+TEST(CosSinFast, AThrowLeavesNoRow) {
+  const Frequencies f = posenc::compute_frequencies(posenc::load_preset("qwen2-vl-7b").spec);
+  const auto n = static_cast<std::size_t>(f.pair_count());
+  std::vector<float> c(n), s(n), want_c(n), want_s(n);
+  CosSinStepper st(f);
+  const std::vector<std::int64_t> ap = {40, 40, 40};
+  st.row(ap, c.data(), s.data());
+  const std::vector<std::int64_t> two = {41, 41};
+  EXPECT_THROW(st.row(two, c.data(), s.data()), posenc::Error);
+  st.row(ap, c.data(), s.data());
+  posenc::cos_sin_row_f32(f, ap, want_c, want_s);
+  EXPECT_TRUE(SameBits(c, want_c) && SameBits(s, want_s));
+  EXPECT_EQ(st.stats().anchors, 2);
+  EXPECT_EQ(st.stats().repeats, 0);
 }
 
 // apply_rope keeps each thread's steppers from one call to the next (src/rope/apply.cc's

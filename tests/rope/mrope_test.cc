@@ -417,9 +417,9 @@ TEST(MultiAxisApply, WrongPositionShapesAreRefusedNamingBothNumbers) {
 }
 
 // Frequencies built or changed by hand skip compute_frequencies' checks: a map whose slot reads an
-// axis past the count, or with a slot per pair missing, is refused by the table's gather with
-// the numbers, not read out of bounds.
-TEST(MultiAxisApply, HandMadeMapsOutOfRangeAreRefusedByTheGather) {
+// axis past the count, or with a slot per pair missing, is refused with the numbers by the
+// table's gather and by the stepper on the fly, not read out of bounds.
+TEST(MultiAxisApply, HandMadeMapsOutOfRangeAreRefused) {
   const MapCase c = Maps()[0];
   const auto good = posenc::compute_frequencies(MapSpec(c, Layout::kHalfSplit));
   const posenc::CosSinTable table(good, 64);
@@ -438,6 +438,14 @@ TEST(MultiAxisApply, HandMadeMapsOutOfRangeAreRefusedByTheGather) {
   EXPECT_THAT(
       error_of([&] { Apply(short_map, buf, 2, 2, image, posenc::Direction::kForward, &table); }),
       HasSubstr("axis_map: " + std::to_string(c.head_dim / 2 - 1) + " slots"));
+  // On the fly the stepper reads positions by the map: refused there too.
+  EXPECT_THAT(error_of([&] { Apply(past, buf, 2, 2, image, posenc::Direction::kForward); }),
+              HasSubstr("CosSinStepper: a slot of the axis map reads axis 3, not below its axis "
+                        "count (3)"));
+  EXPECT_THAT(error_of([&] { Apply(short_map, buf, 2, 2, image, posenc::Direction::kForward); }),
+              HasSubstr("CosSinStepper: the axis map has " + std::to_string(c.head_dim / 2 - 1) +
+                        " slots; expected one per frequency pair (" +
+                        std::to_string(c.head_dim / 2) + ")"));
 }
 
 // Re-rotating a multi-axis key cache from one YaRN factor to another gives the keys rotated with
