@@ -266,6 +266,13 @@ std::int64_t token_count(const RopeSpec& spec, const Positions& positions, std::
   return detail::rope_token_count(spec, positions, view_tokens, who, view);
 }
 
+// What the rows' position arrays hold: at most kMaxAxes axes. The callers' rope_token_count
+// refuses more first, naming the call.
+void check_axis_count(std::int64_t axes) {
+  if (axes > kMaxAxes)
+    throw Error("axis_map: " + str(axes) + " axes; at most " + str(kMaxAxes) + " are supported");
+}
+
 // The axis positions of token t: positions[a * tokens + t].
 void axis_positions(const Positions& positions, std::int64_t axes, std::int64_t tokens,
                     std::int64_t t, std::int64_t* out) {
@@ -337,9 +344,7 @@ CosSinRowBlocks::CosSinRowBlocks(const Frequencies& freqs, const Positions& posi
       tokens_(tokens),
       axes_(axis_count(freqs.spec)),
       applies_(!table && CosSinStepper::applies(freqs)) {
-  if (applies_ && axes_ > kMaxAxes) {  // operator()'s positions; rope_token_count refuses these
-    throw Error("axis_map: " + str(axes_) + " axes; at most " + str(kMaxAxes) + " are supported");
-  }
+  if (applies_) check_axis_count(axes_);  // operator()'s positions
 }
 
 void CosSinRowBlocks::operator()(std::int64_t t0, std::int64_t count, float* c, float* s,
@@ -371,9 +376,7 @@ CosSinRows::CosSinRows(const Frequencies& freqs, const Positions& positions, std
       gather_table_(table && !gathers_angles(freqs)) {
   // One axis: the table's row is read in place. No table: nothing to gather.
   if (axes_ == 1 || !gather_table_) return;
-  if (axes_ > kMaxAxes) {  // the callers' rope_token_count refuses these first
-    throw Error("axis_map: " + str(axes_) + " axes; at most " + str(kMaxAxes) + " are supported");
-  }
+  check_axis_count(axes_);
   // Nor where every token is text (operator() reads its row in place): a decode step's token, a
   // text prompt. The map's runs below took a tenth of an M-RoPE decode step's apply_rope.
   bool text = true;

@@ -210,6 +210,21 @@ const std::vector<double>& CosSinStepper::step_factors(unsigned moving) {
   return f;
 }
 
+std::int64_t CosSinStepper::moving_axes(const std::int64_t* last, const std::int64_t* ap,
+                                        std::int64_t stride) const {
+  unsigned moving = 0;
+  for (unsigned a : used_axes_) {
+    const std::int64_t p = ap[static_cast<std::int64_t>(a) * stride];
+    if (p == last[a]) {
+      if (!stays_in_bound(p)) return -1;
+      continue;
+    }
+    if (!steps_by_one(last[a], p)) return -1;
+    moving |= 1u << a;
+  }
+  return moving;
+}
+
 bool CosSinStepper::repeats_last(const std::int64_t* ap) const {
   if (since_anchor_ < 0) return false;
   for (unsigned a : used_axes_) {
@@ -289,25 +304,17 @@ void CosSinStepper::make_row(std::span<const std::int64_t> ap, float* c, float* 
     give_kept(1, c, s, 0);
     return;
   }
-  // Which axes moved by one since the last row; any other change re-anchors.
-  unsigned moving = 0;
-  bool steppable = since_anchor_ >= 0 && since_anchor_ < kMaxSteps;
-  for (unsigned a : used_axes_) {
-    const std::int64_t p = ap[a], last = last_pos_[a];
-    if (p == last) {
-      if (!stays_in_bound(p)) steppable = false;
-      continue;
-    }
-    if (!steps_by_one(last, p)) steppable = false;
-    moving |= 1u << a;
-  }
+  // Which axes moved by one since the last row; any other change re-anchors. The same positions
+  // again were given above (the kept row); here an axis a row reads may stay (a step by exactly
+  // (1, 0) for its pairs) while another moves.
+  const std::int64_t moving = since_anchor_ >= 0 && since_anchor_ < kMaxSteps
+                                  ? moving_axes(last_pos_.data(), ap.data(), 1)
+                                  : -1;
   std::copy(ap.begin(), ap.end(), last_pos_.begin());
-  // The same positions again were given above (the kept row). Here an axis a row reads may stay
-  // (a step by exactly (1, 0) for its pairs) while another moves.
-  if (!steppable) {
+  if (moving < 0) {
     anchor(ap.data(), c, s);
   } else {
-    step(moving, ap.data(), c, s);
+    step(static_cast<unsigned>(moving), ap.data(), c, s);
   }
   keep(c, s);
 }
@@ -402,33 +409,19 @@ void CosSinStepper::make_rows_by_axis(const std::int64_t* positions, std::int64_
   const auto at = [&](std::size_t a, std::int64_t k) {
     return positions[static_cast<std::int64_t>(a) * count + k];
   };
-  // The axes that move by one from `last` to row k (bit a), as row() decides them, or -1 where
-  // row k cannot be stepped from `last`.
-  const auto moving_from = [&](const std::int64_t* last, std::int64_t k) -> std::int64_t {
-    unsigned moving = 0;
-    for (unsigned a : used_axes_) {
-      const std::int64_t p = at(a, k);
-      if (p == last[a]) {
-        if (!stays_in_bound(p)) return -1;
-        continue;
-      }
-      if (!steps_by_one(last[a], p)) return -1;
-      moving |= 1u << a;
-    }
-    return moving;
-  };
   std::int64_t ap[kMaxStepperAxes];
   std::int64_t k = 0;
   while (k < count) {
     // The run of rows from k that step from the row before by the same axes, before the next
     // anchor.
     std::int64_t m = 0, moving = -1;
-    if (since_anchor_ >= 0 && since_anchor_ < kMaxSteps) moving = moving_from(last_pos_.data(), k);
+    if (since_anchor_ >= 0 && since_anchor_ < kMaxSteps)
+      moving = moving_axes(last_pos_.data(), positions + k, count);
     if (moving >= 0) {
       const std::int64_t room = std::min(count - k, kMaxSteps - since_anchor_);
       for (m = 1; m < room; ++m) {
         for (std::size_t a = 0; a < axes; ++a) ap[a] = at(a, k + m - 1);
-        if (moving_from(ap, k + m) != moving) break;
+        if (moving_axes(ap, positions + k + m, count) != moving) break;
       }
     }
     if (m == 0) {

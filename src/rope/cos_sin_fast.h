@@ -94,6 +94,11 @@ class CosSinStepper {
                          std::int64_t stride);
   template <class F>
   void all_or_nothing(F&& make);
+  // The axes rows read that move by one from positions `last` to the positions at
+  // axis_positions[a * stride] (bit a), or -1 where a row there cannot be stepped from `last` (a
+  // jump, or an axis that stays at |p| >= 2^31).
+  std::int64_t moving_axes(const std::int64_t* last, const std::int64_t* axis_positions,
+                           std::int64_t stride) const;
   // Whether the axes that rows read are at the last row's positions (a row made, and kept).
   bool repeats_last(const std::int64_t* axis_positions) const;
   // Gives the kept row again, as `count` rows (row r at c + r * stride).
