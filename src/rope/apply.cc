@@ -416,14 +416,36 @@ CosSinRows::CosSinRows(const Frequencies& freqs, const Positions& positions, std
     last[a] = j;
     i = j;
   }
-  // One span per axis for the row prefetch: its slots first to last, or (slot by slot) its row.
+  // One span per axis for the row prefetch: its slots first to last, or (slot by slot) its row;
+  // none for an axis whose rows stay cached (gather_prefetches_axis).
   for (std::size_t a = 0; a < static_cast<std::size_t>(axes_); ++a) {
+    if (!gather_prefetches_axis(positions_, tokens_, static_cast<std::int64_t>(a),
+                                static_cast<std::int64_t>(n_)))
+      continue;
     if (run_count_ == 0) {
       spans_[span_count_++] = {0, n, a};
     } else if (first[a] < n) {
       spans_[span_count_++] = {first[a], last[a], a};
     }
   }
+}
+
+bool gather_prefetches_axis(const Positions& positions, std::int64_t tokens, std::int64_t axis,
+                            std::int64_t pairs) {
+  const std::int64_t row_bytes = 2 * pairs * static_cast<std::int64_t>(sizeof(float));
+  return std::visit(
+      [&](auto all) {
+        const auto p =
+            all.subspan(static_cast<std::size_t>(axis * tokens), static_cast<std::size_t>(tokens));
+        if (p.empty() || row_bytes == 0) return false;
+        const auto [lo, hi] = std::minmax_element(p.begin(), p.end());
+        // hi - lo + 1 rows; in unsigned arithmetic, since positions may be any int64 (those
+        // outside the table are computed) and hi - lo may not fit.
+        const std::uint64_t spread = static_cast<std::uint64_t>(static_cast<std::int64_t>(*hi)) -
+                                     static_cast<std::uint64_t>(static_cast<std::int64_t>(*lo));
+        return spread >= static_cast<std::uint64_t>(kCachedRowBytes / row_bytes);
+      },
+      positions);
 }
 
 // `precise` rows by each thread's CosSinStepper (thread_stepper), the other numerics by

@@ -1,19 +1,26 @@
 // When a call prefetches its tensors in software (src/rope/software_prefetch.h): the setting's
 // values, the rule for each kind of row access on each kind of CPU, and the CPU test against
-// /proc/cpuinfo on x86 Linux, read independently of cpuid.
+// /proc/cpuinfo on x86 Linux, read independently of cpuid. And which table rows the multi-axis
+// gather prefetches (src/rope/rope_rows.h's gather_prefetches_axis).
 #include <cstdint>
 #include <fstream>
+#include <limits>
+#include <span>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
 #include "posenc/core/error.h"
+#include "posenc/core/mrope_positions.h"
 #include "rope/kernels/rotate.h"
+#include "rope/rope_rows.h"
 #include "rope/software_prefetch.h"
 
 namespace {
 
+using posenc::detail::gather_prefetches_axis;
 using posenc::detail::RowAccess;
 using posenc::detail::software_prefetch;
 using posenc::detail::software_prefetch_from;
@@ -66,6 +73,56 @@ TEST(SoftwarePrefetch, SmallCallsNeverPrefetchLargeOnesByTheSettingAndTheCpu) {
       }
     }
   }
+}
+
+// [axes, tokens] positions, axis-major, as a Positions of int64.
+posenc::Positions AxisMajor(const std::vector<std::int64_t>& p) {
+  return std::span<const std::int64_t>(p);
+}
+
+// An axis' rows are prefetched where its positions span more than kCachedRowBytes of rows: for
+// 64 pairs (512 bytes of cos and sin a row), more than 512 rows.
+TEST(GatherPrefetch, OnlyAxesWhoseRowsOutgrowTheCacheArePrefetched) {
+  constexpr std::int64_t kPairs = 64;
+  ASSERT_EQ(posenc::detail::kCachedRowBytes / (2 * kPairs * 4), 512);
+  // Qwen2-VL's ids for 32 text tokens, a 128 x 126 image (64 x 63 tokens after the 2 x 2 merge)
+  // and 32 text tokens: t, h and w within [0, 127] each.
+  const posenc::MropeVision qwen2{.model = posenc::MropeModel::kQwen2Vl};
+  const posenc::MropePositions image =
+      posenc::mrope_positions(posenc::parse_mrope_layout("text:32,image:1x128x126,text:32"), qwen2,
+                              posenc::MropeRule::kHf45);
+  ASSERT_EQ(image.tokens(), 4096);
+  std::vector<std::int64_t> ids;
+  for (const auto& axis : image.ids) ids.insert(ids.end(), axis.begin(), axis.end());
+  for (std::int64_t a = 0; a < 3; ++a)
+    EXPECT_FALSE(gather_prefetches_axis(AxisMajor(ids), 4096, a, kPairs)) << "image axis " << a;
+  // [t, t / 64, t % 64] over 4096 tokens (bench/cases.h's mrope-prefill-q): only t moves on.
+  std::vector<std::int64_t> grid(3 * 4096);
+  for (std::int64_t t = 0; t < 4096; ++t) {
+    grid[static_cast<std::size_t>(t)] = t;
+    grid[static_cast<std::size_t>(4096 + t)] = t / 64;
+    grid[static_cast<std::size_t>(2 * 4096 + t)] = t % 64;
+  }
+  EXPECT_TRUE(gather_prefetches_axis(AxisMajor(grid), 4096, 0, kPairs));
+  EXPECT_FALSE(gather_prefetches_axis(AxisMajor(grid), 4096, 1, kPairs));
+  EXPECT_FALSE(gather_prefetches_axis(AxisMajor(grid), 4096, 2, kPairs));
+  // The edge, in any order and from any start: 512 rows stay, 513 do not; wider rows, fewer.
+  const std::vector<std::int64_t> rows512{1000, 1511, 1200}, rows513{1512, 1000, 1200};
+  EXPECT_FALSE(gather_prefetches_axis(AxisMajor(rows512), 3, 0, kPairs));
+  EXPECT_TRUE(gather_prefetches_axis(AxisMajor(rows513), 3, 0, kPairs));
+  EXPECT_TRUE(gather_prefetches_axis(AxisMajor(rows512), 3, 0, 4 * kPairs));
+  // Positions anywhere in int64 (outside the table: computed), and int32 ones.
+  constexpr std::int64_t kMin = std::numeric_limits<std::int64_t>::min();
+  constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
+  const std::vector<std::int64_t> extremes{kMax, kMin, 0, kMin};
+  EXPECT_TRUE(gather_prefetches_axis(AxisMajor(extremes), 2, 0, kPairs));
+  EXPECT_TRUE(gather_prefetches_axis(AxisMajor(extremes), 2, 1, kPairs));
+  const std::vector<std::int32_t> narrow{-5, 5, 7, 0};
+  EXPECT_FALSE(gather_prefetches_axis(std::span<const std::int32_t>(narrow), 2, 0, kPairs));
+  const std::vector<std::int32_t> wide{std::numeric_limits<std::int32_t>::min(), 0};
+  EXPECT_TRUE(gather_prefetches_axis(std::span<const std::int32_t>(wide), 2, 0, kPairs));
+  // No tokens: nothing to prefetch.
+  EXPECT_FALSE(gather_prefetches_axis(AxisMajor({}), 0, 0, kPairs));
 }
 
 #if defined(__linux__) && (defined(__x86_64__) || defined(__i386__))
