@@ -20,6 +20,11 @@ std::span<const Shape> shapes() {
       {"mrope-prefill-q", 4096, 32, 128, 0, true},
       // A vision-language model's decode step: one text token, every axis at one position.
       {"mrope-decode", 1, 32, 128, 4095, true},
+      // A vision-language model's prefill as its processor numbers it: an image's tokens keep t,
+      // h along a row of patches and w within the grid's width (mrope-prefill-q's t moves on
+      // with every token, which no image does).
+      {"qwen2-vl-image-prefill-q", 4096, 32, 128, 0, true, 0, 0, false,
+       "text:32,image:1x128x126,text:32"},
       // llama.cpp's Llama (GGUF q and k are permuted so that pairs are adjacent dims).
       {"llama2-7b-gguf-prefill-gqa-k", 4096, 8, 128, 0, false, 0, 0, true},
       // GPT-NeoX-20B: hidden 6144 = 64 heads x 96, rotary_pct 0.25, context 2048 (its

@@ -33,7 +33,9 @@ struct Shape {
   std::int64_t first_position = 0;  // positions first_position .. first_position + tokens - 1
   // Multi-axis: Qwen2-VL's mrope_section [16, 24, 24] (head_dim 128) with [3, tokens] positions
   // t = first + k, h = first + k / 64, w = first + k % 64 (a 64-wide image: the axes differ from
-  // token 1 on; token 0, mrope-decode's only one, is at `first` on every axis, a text token).
+  // token 1 on; token 0, mrope-decode's only one, is at `first` on every axis, a text token),
+  // or, where mrope_layout is set, the ids posenc::mrope_positions gives that layout for Qwen2-VL
+  // (posenc/core/mrope_positions.h: hf-4.5, spatial_merge_size 2; `tokens` must be its count).
   bool mrope = false;
   // Fused cases (rope_append_kv_cache): the k and v heads (GQA: fewer than `heads`, the q heads);
   // 0 for the RoPE-only cases.
@@ -41,6 +43,7 @@ struct Shape {
   // The rotated dims of each head (partial rotary), 0: all of them; and the layout of the pairs.
   std::int64_t rotary_dim = 0;
   bool interleaved = false;
+  std::string_view mrope_layout = {};  // e.g. "text:32,image:1x128x126,text:32" (mrope only)
 
   std::int64_t rotary() const { return rotary_dim > 0 ? rotary_dim : head_dim; }
 };
@@ -79,6 +82,10 @@ struct Case {
 //                                                          positions t, t / 64, t % 64)
 //   mrope-decode                1 token,  32 heads, 128   (llama2-7b-decode's, a text token:
 //                                                          every axis at position 4095)
+//   qwen2-vl-image-prefill-q 4096 tokens, 32 heads, 128   (mrope-prefill-q's shape and axis
+//                                                          map on a Qwen2-VL prompt: 32 text
+//                                                          tokens, a 128 x 126-patch image
+//                                                          (64 x 63 tokens), 32 text tokens)
 //   llama2-7b-gguf-prefill-gqa-k  llama2-7b-prefill-gqa-k's shape with interleaved pairs, as
 //                                 llama.cpp rotates Llama's GGUF q and k (GGML_ROPE_TYPE_NORM)
 //   gpt-neox-20b-prefill-k   2048 tokens, 64 heads, 96, 24 of them rotated (partial rotary 0.25,

@@ -103,6 +103,7 @@ nlohmann::json to_json(const Result& r, const std::string& target, int repetitio
                       {"max_abs_difference_to_scalar", r.max_difference},
                       {"target", target},
                       {"fused", r.c.fused}};
+  if (!r.c.shape.mrope_layout.empty()) j["mrope_layout"] = std::string(r.c.shape.mrope_layout);
   if (r.c.fused) {
     // No scalar loop for the fused call: rotate-then-copy is its comparison.
     j["kv_heads"] = r.c.shape.kv_heads;

@@ -103,6 +103,26 @@ TEST(BenchCli, SoftwarePrefetchSettingIsCheckedAndDocumented) {
   }
 }
 
+// The Qwen2-VL image prompt's case: its layout in the record, and the kernel checked against the
+// scalar loop on the ids posenc::mrope_positions gives it (a difference fails the case: exit 1).
+TEST(BenchCli, ImagePromptCaseCarriesItsLayout) {
+  const CliRun r =
+      posenc("bench --filter '^qwen2-vl-image-prefill-q/bf16/' --threads 1 --repetitions 1 --json");
+  ASSERT_EQ(r.status, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j.size(), 2u);  // table, on the fly
+  for (const auto& rec : j) {
+    EXPECT_EQ(rec["mrope_layout"], "text:32,image:1x128x126,text:32") << rec.dump();
+    EXPECT_EQ(rec["tokens"], 4096);
+    EXPECT_LE(rec["max_abs_difference_to_scalar"].get<double>(), 8 * 0x1p-8) << rec["name"];
+  }
+  // The other cases carry none.
+  const CliRun other =
+      posenc("bench --filter '^mrope-decode/f32/table/threads:1' --repetitions 1 --json");
+  ASSERT_EQ(other.status, 0) << other.err;
+  EXPECT_FALSE(nlohmann::json::parse(other.out)[0].contains("mrope_layout"));
+}
+
 // The fused RoPE + KV-cache cases: every decode shape and dtype pair, with the speed-up over
 // rotate-then-copy and the ratios over the bytes of q, k, v and the cache rows written.
 TEST(BenchCli, FusedDecodeSmokeJson) {
