@@ -1,9 +1,13 @@
 #include "cases.h"
 
+#include <algorithm>
 #include <string_view>
 #include <utility>
 
 #include <fmt/format.h>
+
+#include "posenc/core/error.h"
+#include "posenc/core/mrope_positions.h"
 
 namespace posenc::bench {
 
@@ -90,6 +94,39 @@ std::vector<Case> all_cases(std::span<const int> threads) {
       }
     }
   }
+  return out;
+}
+
+std::vector<std::int64_t> case_positions(const Shape& shape) {
+  const std::int64_t tokens = shape.tokens, p = shape.first_position;
+  if (!shape.mrope) {
+    if (!shape.mrope_layout.empty()) {
+      throw Error(fmt::format("bench shape {}: mrope_layout is set but the shape has no 3-axis map",
+                              shape.name));
+    }
+    std::vector<std::int64_t> out(static_cast<std::size_t>(tokens));
+    for (std::int64_t t = 0; t < tokens; ++t) out[static_cast<std::size_t>(t)] = p + t;
+    return out;
+  }
+  std::vector<std::int64_t> out(static_cast<std::size_t>(3 * tokens));
+  if (shape.mrope_layout.empty()) {
+    for (std::int64_t t = 0; t < tokens; ++t) {
+      const std::int64_t by_axis[] = {p + t, p + t / 64, p + t % 64};
+      for (std::int64_t a = 0; a < 3; ++a)
+        out[static_cast<std::size_t>(a * tokens + t)] = by_axis[a];
+    }
+    return out;
+  }
+  const MropePositions ids =
+      mrope_positions(parse_mrope_layout(shape.mrope_layout),
+                      MropeVision{.model = MropeModel::kQwen2Vl}, MropeRule::kHf45);
+  if (ids.tokens() != tokens) {
+    throw Error(fmt::format("bench shape {}: its mrope_layout \"{}\" has {} tokens, the shape {}",
+                            shape.name, shape.mrope_layout, ids.tokens(), tokens));
+  }
+  for (std::size_t a = 0; a < 3; ++a)
+    std::copy(ids.ids[a].begin(), ids.ids[a].end(),
+              out.begin() + static_cast<std::ptrdiff_t>(a) * tokens);
   return out;
 }
 

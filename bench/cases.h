@@ -6,7 +6,8 @@
 //   <shape>/<dtype>/<table|on-the-fly>/threads:<n>     e.g. llama2-7b-decode/f32/table/threads:1
 // The rotation is plain RoPE (rope_theta 10000, rotary_dim = head_dim, half-split, unless the shape
 // says otherwise; mrope shapes add an axis map, Shape::mrope), in place, on
-// a contiguous [tokens, heads, head_dim] tensor; positions are first_position + t for token t.
+// a contiguous [tokens, heads, head_dim] tensor; positions are first_position + t for token t
+// (mrope shapes: case_positions).
 //
 // Bytes moved per call (what bytes_per_second counts): the tensor is read once and written once,
 //   bytes = 2 x tokens x heads x head_dim x dtype_size
@@ -105,6 +106,11 @@ std::span<const Shape> shapes();
 // amax / 448 for these inputs' amax of 1 as vLLM's scale calibration computes it, not a power of
 // two (the kernel's ways for each: fp8-inl.h).
 std::span<const Shape> fused_shapes();
+
+// A shape's positions, [axes, tokens] axis-major (Shape::mrope says which for mrope shapes; one
+// axis: first_position + t). Throws posenc::Error naming the shape where an mrope_layout's token
+// count is not the shape's, or a layout is set on a shape without the 3-axis map.
+std::vector<std::int64_t> case_positions(const Shape& shape);
 
 inline constexpr int kDefaultThreads[] = {1, 2};
 

@@ -12,7 +12,6 @@
 #include <fmt/format.h>
 
 #include "posenc/core/error.h"
-#include "posenc/core/mrope_positions.h"
 #include "posenc/core/spec.h"
 #include "posenc/rope/apply.h"
 #include "stream.h"
@@ -146,26 +145,10 @@ Workload::Workload(const Shape& shape, DType dtype)
       copy_(allocate(bytes_)) {
   const std::int64_t n = shape.rotary() / 2;
   const std::int64_t axes = axis_count(freqs_.spec);
-  positions_.resize(static_cast<std::size_t>(axes * shape.tokens));
-  if (!shape.mrope_layout.empty()) {
-    const MropePositions ids =
-        mrope_positions(parse_mrope_layout(shape.mrope_layout),
-                        MropeVision{.model = MropeModel::kQwen2Vl}, MropeRule::kHf45);
-    if (ids.tokens() != shape.tokens || axes != 3) {
-      throw Error(fmt::format("bench shape {}: its layout has {} tokens, the shape {}", shape.name,
-                              ids.tokens(), shape.tokens));
-    }
-    for (std::int64_t a = 0; a < axes; ++a) {
-      std::copy(ids.ids[static_cast<std::size_t>(a)].begin(),
-                ids.ids[static_cast<std::size_t>(a)].end(), positions_.begin() + a * shape.tokens);
-    }
-  } else {
-    for (std::int64_t t = 0; t < shape.tokens; ++t) {
-      const std::int64_t p = shape.first_position;
-      const std::int64_t by_axis[] = {p + t, p + t / 64, p + t % 64};
-      for (std::int64_t a = 0; a < axes; ++a)
-        positions_[static_cast<std::size_t>(a * shape.tokens + t)] = by_axis[a];
-    }
+  positions_ = case_positions(shape);
+  if (static_cast<std::int64_t>(positions_.size()) != axes * shape.tokens) {
+    throw Error(fmt::format("bench shape {}: {} positions for {} axes of {} tokens", shape.name,
+                            positions_.size(), axes, shape.tokens));
   }
   table_ = std::make_unique<CosSinTable>(freqs_, shape.first_position + shape.tokens);
   cos_rows_.resize(static_cast<std::size_t>(shape.tokens * n));

@@ -7,6 +7,7 @@
 #include <bit>
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <optional>
 #include <span>
 #include <string>
@@ -377,15 +378,12 @@ CosSinRows::CosSinRows(const Frequencies& freqs, const Positions& positions, std
   // One axis: the table's row is read in place. No table: nothing to gather.
   if (axes_ == 1 || !gather_table_) return;
   check_axis_count(axes_);
-  // Nor where every token is text (operator() reads its row in place): a decode step's token, a
-  // text prompt. The map's runs below took a tenth of an M-RoPE decode step's apply_rope.
-  bool text = true;
-  for (std::int64_t t = 0; t < tokens_ && text; ++t) {
-    std::int64_t ap[kMaxAxes];
-    axis_positions(positions_, axes_, tokens_, t, ap);
-    text = std::all_of(ap + 1, ap + axes_, [&](std::int64_t p) { return p == ap[0]; });
-  }
-  if (text) return;
+  // Nor where no token is gathered: text tokens (every axis at one position) read their row in
+  // place (a decode step's token, a text prompt), and tokens with a position outside the table
+  // are computed. The map's runs below took a tenth of an M-RoPE decode step's apply_rope. lo and
+  // hi: each axis' positions over the gathered tokens, for the prefetch below.
+  std::int64_t lo[kMaxAxes], hi[kMaxAxes];
+  if (!gathered_positions(table->positions(), lo, hi)) return;
   const std::vector<std::uint8_t>& slot_axis = freqs.spec.axis_map.slot_axis;
   const std::size_t n = slot_axis.size();
   // compute_frequencies validated the map and rope_token_count its axes (at most kMaxAxes);
@@ -417,11 +415,9 @@ CosSinRows::CosSinRows(const Frequencies& freqs, const Positions& positions, std
     i = j;
   }
   // One span per axis for the row prefetch: its slots first to last, or (slot by slot) its row;
-  // none for an axis whose rows stay cached (gather_prefetches_axis).
+  // none for an axis whose rows stay cached (gather_prefetches_rows).
   for (std::size_t a = 0; a < static_cast<std::size_t>(axes_); ++a) {
-    if (!gather_prefetches_axis(positions_, tokens_, static_cast<std::int64_t>(a),
-                                static_cast<std::int64_t>(n_)))
-      continue;
+    if (!gather_prefetches_rows(lo[a], hi[a], static_cast<std::int64_t>(n_))) continue;
     if (run_count_ == 0) {
       spans_[span_count_++] = {0, n, a};
     } else if (first[a] < n) {
@@ -430,22 +426,48 @@ CosSinRows::CosSinRows(const Frequencies& freqs, const Positions& positions, std
   }
 }
 
-bool gather_prefetches_axis(const Positions& positions, std::int64_t tokens, std::int64_t axis,
-                            std::int64_t pairs) {
-  const std::int64_t row_bytes = 2 * pairs * static_cast<std::int64_t>(sizeof(float));
+// One pass over the positions (a visit per call, not per element): a token is gathered where its
+// axes do not all share one position and every one is inside the table.
+bool CosSinRows::gathered_positions(std::int64_t table_rows, std::int64_t* lo,
+                                    std::int64_t* hi) const {
+  std::fill(lo, lo + axes_, std::numeric_limits<std::int64_t>::max());
+  std::fill(hi, hi + axes_, std::numeric_limits<std::int64_t>::min());
   return std::visit(
       [&](auto all) {
-        const auto p =
-            all.subspan(static_cast<std::size_t>(axis * tokens), static_cast<std::size_t>(tokens));
-        if (p.empty() || row_bytes == 0) return false;
-        const auto [lo, hi] = std::minmax_element(p.begin(), p.end());
-        // hi - lo + 1 rows; in unsigned arithmetic, since positions may be any int64 (those
-        // outside the table are computed) and hi - lo may not fit.
-        const std::uint64_t spread = static_cast<std::uint64_t>(static_cast<std::int64_t>(*hi)) -
-                                     static_cast<std::uint64_t>(static_cast<std::int64_t>(*lo));
-        return spread >= static_cast<std::uint64_t>(kCachedRowBytes / row_bytes);
+        bool any = false;
+        for (std::int64_t t = 0; t < tokens_; ++t) {
+          std::int64_t ap[kMaxAxes];
+          bool text = true, inside = true;
+          for (std::int64_t a = 0; a < axes_; ++a) {
+            ap[a] = all[static_cast<std::size_t>(a * tokens_ + t)];
+            text = text && ap[a] == ap[0];
+            inside = inside && ap[a] >= 0 && ap[a] < table_rows;
+          }
+          if (text || !inside) continue;
+          any = true;
+          for (std::int64_t a = 0; a < axes_; ++a) {
+            lo[a] = std::min(lo[a], ap[a]);
+            hi[a] = std::max(hi[a], ap[a]);
+          }
+        }
+        return any;
       },
-      positions);
+      positions_);
+}
+
+std::uint32_t CosSinRows::prefetched_axes() const {
+  std::uint32_t mask = 0;
+  for (std::size_t j = 0; j < span_count_; ++j) mask |= 1u << spans_[j].axis;
+  return mask;
+}
+
+bool gather_prefetches_rows(std::int64_t lo, std::int64_t hi, std::int64_t pairs) {
+  const std::int64_t row_bytes = 2 * pairs * static_cast<std::int64_t>(sizeof(float));
+  if (lo > hi || row_bytes <= 0) return false;
+  // hi - lo + 1 rows; in unsigned arithmetic, since positions may be any int64 and hi - lo may not
+  // fit.
+  const std::uint64_t spread = static_cast<std::uint64_t>(hi) - static_cast<std::uint64_t>(lo);
+  return spread >= static_cast<std::uint64_t>(kCachedRowBytes / row_bytes);
 }
 
 // `precise` rows by each thread's CosSinStepper (thread_stepper), the other numerics by

@@ -95,6 +95,10 @@ class CosSinRows {
   // Token t's row; c and s (n values each) are filled where the row is not a table's.
   Row operator()(std::int64_t t, float* c, float* s) const;
 
+  // Bit a set where the gather prefetches the table rows of axis a (gather_prefetches_rows): for
+  // tests.
+  std::uint32_t prefetched_axes() const;
+
  private:
   struct Run {  // slots [begin, end) read from one axis' row
     std::size_t begin, end, axis;
@@ -105,6 +109,9 @@ class CosSinRows {
   void compute(std::span<const std::int64_t> axis_positions, float* c, float* s) const;
   void prefetch_table_rows(std::int64_t u, std::size_t axis, std::int64_t begin,
                            std::int64_t end) const;
+  // Each axis' lowest and highest position over the tokens the gather serves (not text, inside a
+  // table of table_rows rows) in lo and hi; false where there is none.
+  bool gathered_positions(std::int64_t table_rows, std::int64_t* lo, std::int64_t* hi) const;
 
   const Frequencies& freqs_;
   Positions positions_;
@@ -123,9 +130,10 @@ class CosSinRows {
   std::size_t span_count_ = 0;
 };
 
-// Whether CosSinRows' multi-axis gather prefetches the table rows of `axis` (prefetch_table_rows):
-// where the axis' positions in the call ([axes, tokens], axis-major) span more than
-// kCachedRowBytes of rows (cos and sin of `pairs` pairs each). An image's tokens keep t (Qwen2-VL:
+// Whether CosSinRows' multi-axis gather prefetches the table rows of an axis (prefetch_table_rows)
+// whose positions over the gathered tokens of a call (image tokens; not text, which reads its row
+// in place) lie in [lo, hi]: where they span more than kCachedRowBytes of rows (cos and sin of
+// `pairs` pairs each). False for an empty span (lo > hi). An image's tokens keep t (Qwen2-VL:
 // one position per image), h along a row of patches and w within the grid's width: a few dozen
 // rows each, read again and again, which stay in L2 once read, where prefetching them to L1
 // for every token cost the gather its instructions and miss buffers. An axis that moves on with
@@ -135,8 +143,7 @@ class CosSinRows {
 // a 64 x 63 grid, 32 text tokens) f16 1.145 -> 1.112, bf16 1.128 -> 1.088, f32 1.057 -> 1.042;
 // [t, t / 64, t % 64] f16 1.249 -> 1.223, bf16 1.258 -> 1.253, f32 1.125 -> 1.112.
 inline constexpr std::int64_t kCachedRowBytes = std::int64_t{256} << 10;
-bool gather_prefetches_axis(const Positions& positions, std::int64_t tokens, std::int64_t axis,
-                            std::int64_t pairs);
+bool gather_prefetches_rows(std::int64_t lo, std::int64_t hi, std::int64_t pairs);
 
 // The rows of tokens [t0, t0 + count), row k's n values at c + k * stride and s + k * stride.
 using RowBlockFn = std::function<void(std::int64_t t0, std::int64_t count, float* c, float* s,

@@ -1,26 +1,29 @@
 // When a call prefetches its tensors in software (src/rope/software_prefetch.h): the setting's
 // values, the rule for each kind of row access on each kind of CPU, and the CPU test against
 // /proc/cpuinfo on x86 Linux, read independently of cpuid. And which table rows the multi-axis
-// gather prefetches (src/rope/rope_rows.h's gather_prefetches_axis).
+// gather prefetches (src/rope/rope_rows.h's gather_prefetches_rows, CosSinRows).
 #include <cstdint>
 #include <fstream>
 #include <limits>
 #include <span>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <gtest/gtest.h>
 
 #include "posenc/core/error.h"
+#include "posenc/core/frequencies.h"
 #include "posenc/core/mrope_positions.h"
+#include "posenc/core/spec.h"
+#include "posenc/rope/table.h"
 #include "rope/kernels/rotate.h"
 #include "rope/rope_rows.h"
 #include "rope/software_prefetch.h"
 
 namespace {
 
-using posenc::detail::gather_prefetches_axis;
 using posenc::detail::RowAccess;
 using posenc::detail::software_prefetch;
 using posenc::detail::software_prefetch_from;
@@ -75,54 +78,78 @@ TEST(SoftwarePrefetch, SmallCallsNeverPrefetchLargeOnesByTheSettingAndTheCpu) {
   }
 }
 
-// [axes, tokens] positions, axis-major, as a Positions of int64.
-posenc::Positions AxisMajor(const std::vector<std::int64_t>& p) {
-  return std::span<const std::int64_t>(p);
-}
-
-// An axis' rows are prefetched where its positions span more than kCachedRowBytes of rows: for
-// 64 pairs (512 bytes of cos and sin a row), more than 512 rows.
-TEST(GatherPrefetch, OnlyAxesWhoseRowsOutgrowTheCacheArePrefetched) {
+// An axis' rows are prefetched where its gathered tokens' positions span more than
+// kCachedRowBytes of rows: for 64 pairs (512 bytes of cos and sin a row), more than 512 rows.
+TEST(GatherPrefetch, RowsArePrefetchedWhereTheirSpanOutgrowsTheCache) {
+  using posenc::detail::gather_prefetches_rows;
   constexpr std::int64_t kPairs = 64;
   ASSERT_EQ(posenc::detail::kCachedRowBytes / (2 * kPairs * 4), 512);
-  // Qwen2-VL's ids for 32 text tokens, a 128 x 126 image (64 x 63 tokens after the 2 x 2 merge)
-  // and 32 text tokens: t, h and w within [0, 127] each.
-  const posenc::MropeVision qwen2{.model = posenc::MropeModel::kQwen2Vl};
-  const posenc::MropePositions image =
-      posenc::mrope_positions(posenc::parse_mrope_layout("text:32,image:1x128x126,text:32"), qwen2,
-                              posenc::MropeRule::kHf45);
-  ASSERT_EQ(image.tokens(), 4096);
-  std::vector<std::int64_t> ids;
-  for (const auto& axis : image.ids) ids.insert(ids.end(), axis.begin(), axis.end());
-  for (std::int64_t a = 0; a < 3; ++a)
-    EXPECT_FALSE(gather_prefetches_axis(AxisMajor(ids), 4096, a, kPairs)) << "image axis " << a;
-  // [t, t / 64, t % 64] over 4096 tokens (bench/cases.h's mrope-prefill-q): only t moves on.
-  std::vector<std::int64_t> grid(3 * 4096);
-  for (std::int64_t t = 0; t < 4096; ++t) {
-    grid[static_cast<std::size_t>(t)] = t;
-    grid[static_cast<std::size_t>(4096 + t)] = t / 64;
-    grid[static_cast<std::size_t>(2 * 4096 + t)] = t % 64;
-  }
-  EXPECT_TRUE(gather_prefetches_axis(AxisMajor(grid), 4096, 0, kPairs));
-  EXPECT_FALSE(gather_prefetches_axis(AxisMajor(grid), 4096, 1, kPairs));
-  EXPECT_FALSE(gather_prefetches_axis(AxisMajor(grid), 4096, 2, kPairs));
-  // The edge, in any order and from any start: 512 rows stay, 513 do not; wider rows, fewer.
-  const std::vector<std::int64_t> rows512{1000, 1511, 1200}, rows513{1512, 1000, 1200};
-  EXPECT_FALSE(gather_prefetches_axis(AxisMajor(rows512), 3, 0, kPairs));
-  EXPECT_TRUE(gather_prefetches_axis(AxisMajor(rows513), 3, 0, kPairs));
-  EXPECT_TRUE(gather_prefetches_axis(AxisMajor(rows512), 3, 0, 4 * kPairs));
-  // Positions anywhere in int64 (outside the table: computed), and int32 ones.
+  EXPECT_FALSE(gather_prefetches_rows(1000, 1511, kPairs));  // 512 rows
+  EXPECT_TRUE(gather_prefetches_rows(1000, 1512, kPairs));   // 513
+  EXPECT_TRUE(gather_prefetches_rows(1000, 1511, 4 * kPairs));
+  EXPECT_FALSE(gather_prefetches_rows(7, 7, kPairs));
+  // Any int64 (hi - lo does not fit in one), and no tokens at all (lo > hi).
   constexpr std::int64_t kMin = std::numeric_limits<std::int64_t>::min();
   constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
-  const std::vector<std::int64_t> extremes{kMax, kMin, 0, kMin};
-  EXPECT_TRUE(gather_prefetches_axis(AxisMajor(extremes), 2, 0, kPairs));
-  EXPECT_TRUE(gather_prefetches_axis(AxisMajor(extremes), 2, 1, kPairs));
-  const std::vector<std::int32_t> narrow{-5, 5, 7, 0};
-  EXPECT_FALSE(gather_prefetches_axis(std::span<const std::int32_t>(narrow), 2, 0, kPairs));
-  const std::vector<std::int32_t> wide{std::numeric_limits<std::int32_t>::min(), 0};
-  EXPECT_TRUE(gather_prefetches_axis(std::span<const std::int32_t>(wide), 2, 0, kPairs));
-  // No tokens: nothing to prefetch.
-  EXPECT_FALSE(gather_prefetches_axis(AxisMajor({}), 0, 0, kPairs));
+  EXPECT_TRUE(gather_prefetches_rows(kMin, kMax, kPairs));
+  EXPECT_TRUE(gather_prefetches_rows(kMin, 0, kPairs));
+  EXPECT_FALSE(gather_prefetches_rows(kMax, kMin, kPairs));
+  EXPECT_FALSE(gather_prefetches_rows(0, 100, 0));
+}
+
+// Which axes a call's gather prefetches (CosSinRows::prefetched_axes), from the positions of the
+// tokens it gathers: Qwen2-VL's sections and Qwen3-VL's interleaved map (slot by slot), 4096-row
+// tables.
+TEST(GatherPrefetch, CallsPrefetchOnlyTheAxesTheirImageTokensMoveOn) {
+  const std::int64_t sections[] = {16, 24, 24};
+  const std::int64_t qwen3[] = {24, 20, 20};
+  for (const posenc::AxisMap& map :
+       {posenc::mrope_sections(sections), posenc::mrope_interleaved(qwen3)}) {
+    posenc::RopeSpec spec;
+    spec.head_dim = spec.rotary_dim = 128;
+    spec.axis_map = map;
+    const posenc::Frequencies f = posenc::compute_frequencies(spec);
+    const posenc::CosSinTable table(f, 4096);
+    const auto prefetched = [&](const std::vector<std::int64_t>& p, bool with_table = true) {
+      const std::int64_t tokens = static_cast<std::int64_t>(p.size()) / 3;
+      const posenc::detail::CosSinRows rows(f, std::span<const std::int64_t>(p), tokens,
+                                            with_table ? &table : nullptr);
+      return rows.prefetched_axes();
+    };
+    const auto ids = [](std::string_view layout) {
+      const posenc::MropePositions m = posenc::mrope_positions(
+          posenc::parse_mrope_layout(layout), {.model = posenc::MropeModel::kQwen2Vl},
+          posenc::MropeRule::kHf45);
+      std::vector<std::int64_t> p;
+      for (const auto& axis : m.ids) p.insert(p.end(), axis.begin(), axis.end());
+      return p;
+    };
+    const std::string what = std::string(posenc::axis_rule_name(map.rule));
+    // A 128 x 126-patch image (64 x 63 tokens) between text: its t, h and w span 64 rows or
+    // fewer, however long the text around it (text reads its rows in place).
+    EXPECT_EQ(prefetched(ids("text:32,image:1x128x126,text:32")), 0u) << what;
+    EXPECT_EQ(prefetched(ids("text:2000,image:1x128x126,text:64")), 0u) << what;
+    // Two images 1500 positions apart: each axis spans more than 512 rows.
+    EXPECT_EQ(prefetched(ids("image:1x128x126,text:1500,image:1x128x126")), 0b111u) << what;
+    // [t, t / 64, t % 64]: t moves on with every token, h and w stay within 64 rows.
+    std::vector<std::int64_t> grid(3 * 4096);
+    for (std::int64_t t = 0; t < 4096; ++t) {
+      grid[static_cast<std::size_t>(t)] = t;
+      grid[static_cast<std::size_t>(4096 + t)] = t / 64;
+      grid[static_cast<std::size_t>(2 * 4096 + t)] = t % 64;
+    }
+    EXPECT_EQ(prefetched(grid), 0b001u) << what;
+    // Nothing is gathered: text only, no table, or every image token past the table (computed).
+    std::vector<std::int64_t> text(3 * 4096);
+    for (std::int64_t t = 0; t < 4096; ++t) {
+      for (std::int64_t a = 0; a < 3; ++a) text[static_cast<std::size_t>(a * 4096 + t)] = t;
+    }
+    EXPECT_EQ(prefetched(text), 0u) << what;
+    EXPECT_EQ(prefetched(grid, /*with_table=*/false), 0u) << what;
+    std::vector<std::int64_t> past = grid;
+    for (std::int64_t t = 1; t < 4096; ++t) past[static_cast<std::size_t>(t)] = 5000 + t;
+    EXPECT_EQ(prefetched(past), 0u) << what;
+  }
 }
 
 #if defined(__linux__) && (defined(__x86_64__) || defined(__i386__))
