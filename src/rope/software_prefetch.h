@@ -5,7 +5,7 @@
 //   - On a Sapphire-Rapids-class Xeon a standalone f32 rotation of 64 MiB in place ran at
 //     0.67-0.83 of the in-place stream without it and 0.96-1.25 with it; on a Zen 5 guest (AMD
 //     family 0x1A) apply_rope at Llama 2 7B's f32 prefill took 1.80-1.98 ms with it against
-//     2.97-3.18 without (docs/benchmarks.md, sessions 13 and 15). The rotation reads a head's
+//     2.97-3.18 without (docs/kernel-log.md, sessions 13 and 15). The rotation reads a head's
 //     lines out of order (a pair's two dims are n apart), which those cores' hardware
 //     prefetchers follow late.
 //   - On a Zen 4 guest (AMD family 0x19 with AVX-512) the same prefetch slowed whole f32 rows: the

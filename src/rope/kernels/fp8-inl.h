@@ -229,7 +229,7 @@ struct Bf16Fp8Tables {
 // every lane, three of them shuffles (the power-of-two path has one); the float path's division
 // alone takes about as long as all of them. A fused append of bf16 into fp8 with the scale 0.0123
 // took 1.9 to 3.2 times as long as with 1/64 before this path, and 1.02 to 1.13 times with it
-// (Zen 4, the two binaries in turn; docs/benchmarks.md, session 24).
+// (Zen 4, the two binaries in turn; docs/kernel-log.md, session 24).
 //
 // 32 bf16 words (one AVX-512 vector) -> 32 E4M3 bytes at p, the same bits as the float path; with
 // kStream a streaming store, p aligned to 32 bytes.

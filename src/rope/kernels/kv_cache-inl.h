@@ -420,7 +420,7 @@ HWY_INLINE void RotatePackedKeys(const TokenKv& t, void* out) {
 // L1. Rotating and rounding in one loop (RotateKHead) needs more than the 32 vector registers:
 // GCC re-broadcast StoreBf16AsFp8's constants on every iteration, and a 64-token decode of Llama 2
 // 7B took about 1.25 times rotate-then-copy (Zen 5); f16 keys took RotateKHead's float32 path
-// until session 27, about 3 times bf16's time (docs/benchmarks.md). The same bits: the words are
+// until session 27, about 3 times bf16's time (docs/kernel-log.md). The same bits: the words are
 // apply_rope's, and ConvertCopy rounds them as EmitK2Mapped does. (A bf16 cache the same way was
 // no faster than AppendKRowInRegisters at prefill, three alternations: Llama 2 7B 5.88-5.93
 // against 5.66-5.88 ms, Llama 3 8B 1.92-2.02 against 2.09-2.20 ms; left as it is.) False, nothing
