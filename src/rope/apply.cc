@@ -161,22 +161,27 @@ int run(const RopeSpec& spec, std::span<const Pass> passes, std::int64_t tokens,
   }
   if (blocks) {
     auto block_body = [&](std::int64_t begin, std::int64_t end) {
-      // 16 rows of n pairs: c and s (s negated in place for the inverse).
+      // 16 slots of n pairs, c and s, for a block's rows (s negated in place for the inverse);
+      // on the fly, where there is more than one block, runs of rows made ahead (RowRuns) instead
+      // (a call of one block, a decode step's, has nothing to run ahead of).
       constexpr std::int64_t kBlockTokens = 16;
       const std::int64_t slot_floats = 2 * n;
+      const bool ahead = row_block && end - begin > kBlockTokens;
       detail::RowScratch scratch(
-          static_cast<std::size_t>(std::min(kBlockTokens, end - begin) * slot_floats));
+          ahead ? 0 : static_cast<std::size_t>(std::min(kBlockTokens, end - begin) * slot_floats));
+      std::optional<detail::RowRuns> runs;
+      if (ahead) runs.emplace(row_block, n, begin, end, kBlockTokens);
       float* const buffer = scratch.data();
       const float* cs[kBlockTokens];
       const float* ss[kBlockTokens];
       for (std::int64_t t0 = begin; t0 < end; t0 += kBlockTokens) {
         const std::int64_t count = std::min(kBlockTokens, end - t0);
-        if (row_block) row_block(t0, count, buffer, buffer + n, slot_floats);
+        if (row_block && !ahead) row_block(t0, count, buffer, buffer + n, slot_floats);
         for (std::int64_t k = 0; k < count; ++k) {
           float* slot = buffer + k * slot_floats;
-          const detail::Row made =
-              row_block ? detail::Row{slot, slot + n} : row(t0 + k, slot, slot + n);
-          const auto [rc, rs] = detail::kernel_row(sign, n, made, slot + n);
+          const auto [c, s] = ahead ? runs->row(t0 + k) : std::pair<float*, float*>{slot, slot + n};
+          const detail::Row made = row_block ? detail::Row{c, s} : row(t0 + k, c, s);
+          const auto [rc, rs] = detail::kernel_row(sign, n, made, s);
           cs[k] = rc;
           ss[k] = rs;
         }
@@ -375,6 +380,63 @@ void CosSinRowBlocks::operator()(std::int64_t t0, std::int64_t count, float* c, 
     }
     thread_stepper(freqs_).rows_by_axis(p, m, c + k0 * stride, s + k0 * stride, stride);
   }
+}
+
+namespace {
+
+// This thread's buffer for RowRuns: kRowRunBytes, or more where one row is larger (at least one
+// row a run), kept for the thread's life; `taken` while a RowRuns of this thread holds it.
+struct RowRunBuffer {
+  std::vector<float> floats;
+  bool taken = false;
+};
+RowRunBuffer& thread_row_run_buffer() {
+  thread_local RowRunBuffer buffer;
+  return buffer;
+}
+
+// Tokens a run of rows of n pairs holds: kRowRunBytes of rows, a multiple of `group` (at least
+// one group), and no more than the thread's tokens need.
+std::int64_t row_run_tokens(std::int64_t pairs, std::int64_t tokens, std::int64_t group) {
+  const std::int64_t row_bytes = std::max<std::int64_t>(1, 2 * pairs * std::int64_t{sizeof(float)});
+  const std::int64_t groups = std::max<std::int64_t>(1, kRowRunBytes / row_bytes / group);
+  return std::clamp<std::int64_t>(groups * group, 1, std::max<std::int64_t>(1, tokens));
+}
+
+}  // namespace
+
+RowRuns::RowRuns(const RowBlockFn& block, std::int64_t pairs, std::int64_t begin, std::int64_t end,
+                 std::int64_t group)
+    : block_(block),
+      n_(pairs),
+      end_(end),
+      run_(row_run_tokens(pairs, end - begin, group)),
+      first_(begin),
+      last_(begin) {
+  const auto floats = static_cast<std::size_t>(run_ * 2 * n_);
+  RowRunBuffer& buffer = thread_row_run_buffer();
+  if (!buffer.taken) {
+    if (buffer.floats.size() < floats) buffer.floats.resize(floats);
+    buffer.taken = holds_thread_buffer_ = true;
+    rows_ = buffer.floats.data();
+  } else {
+    own_ = std::make_unique<float[]>(floats);
+    rows_ = own_.get();
+  }
+}
+
+RowRuns::~RowRuns() {
+  if (holds_thread_buffer_) thread_row_run_buffer().taken = false;
+}
+
+std::pair<float*, float*> RowRuns::row(std::int64_t t) {
+  if (t >= last_) {
+    first_ = t;
+    last_ = std::min(end_, t + run_);
+    block_(first_, last_ - first_, rows_, rows_ + n_, 2 * n_);
+  }
+  float* c = rows_ + (t - first_) * 2 * n_;
+  return {c, c + n_};
 }
 
 CosSinRows::CosSinRows(const Frequencies& freqs, const Positions& positions, std::int64_t tokens,

@@ -12,6 +12,7 @@
 #include <functional>
 #include <memory>
 #include <memory_resource>
+#include <optional>
 #include <span>
 #include <string>
 #include <utility>
@@ -406,28 +407,18 @@ int rope_append_kv_cache(const Frequencies& freqs, const KvCache& cache, const K
   const detail::F16Fp8Map* k_f16_fp8 = f16_map(args.k, 0, cache.k_scale);
   const detail::F16Fp8Map* v_f16_fp8 = f16_map(args.v, 1, cache.v_scale);
   auto body = [&](std::int64_t begin, std::int64_t end) {
-    // c, s (n each), then the block's rows (2n per token) on the fly.
-    constexpr std::int64_t kBlockTokens = 16;
-    detail::RowScratch scratch(static_cast<std::size_t>(
-        2 * n + (row_block ? 2 * n * std::min(kBlockTokens, end - begin) : 0)));
+    // c, s (n each) for rows made per token; on the fly, runs of rows made ahead (RowRuns).
+    detail::RowScratch scratch(static_cast<std::size_t>(row_block ? 0 : 2 * n));
     float* const c = scratch.data();
     float* const s = c + n;
-    float* const block = s + n;
+    std::optional<detail::RowRuns> runs;
+    if (row_block) runs.emplace(row_block, n, begin, end);
     for (std::int64_t t = begin; t < end; ++t) {
       const float* rc = nullptr;
       const float* rs = nullptr;
       if (args.rotate) {
-        detail::Row made;
-        if (row_block) {
-          const std::int64_t k = (t - begin) % kBlockTokens;
-          if (k == 0) {
-            row_block(t, std::min(kBlockTokens, end - t), block, block + n, 2 * n);
-          }
-          made = {block + 2 * n * k, block + 2 * n * k + n};
-        } else {
-          made = row(t, c, s);
-        }
-        std::tie(rc, rs) = made;  // forward only: the kernels take the row as it is
+        // forward only: the kernels take the row as it is
+        std::tie(rc, rs) = runs ? detail::Row(runs->row(t)) : row(t, c, s);
       }
       if (args.q) {
         const TensorView& q = *args.q;

@@ -173,6 +173,47 @@ class CosSinRowBlocks {
   bool applies_;
 };
 
+// Rows computed ahead (a RowBlockFn: no table) for the tokens [begin, end) one thread rotates, a run
+// of up to kRowRunBytes of rows at a time, made before any of the run's tokens is rotated. Each
+// thread keeps one buffer of that size for them (one RowRuns at a time per thread; a second one
+// alive on the same thread takes a buffer of its own). Why runs: a row stepped right after a block
+// of 16 tokens was rotated took longer than one stepped after the row before, the rotation having
+// streamed the tensor through the caches in between (Zen 4, 64 pairs, the stepper's call timed by
+// rdtsc: 70-90 TSC cycles a row alone, 95-117 between blocks of 32 f16 heads, 100-136 with 128 KiB
+// touched between blocks). Made a run at a time, the on-the-fly calls took, as a share of the time
+// with rows made 16 at a time (one thread, [4096, heads, 128], medians of 7 processes of each
+// binary in turn, a busy host): apply_rope at 32 heads f32 / f16 / bf16 0.97 / 0.86 / 0.83, at 8
+// heads 0.96 / 0.98 / 0.99; M-RoPE (Qwen2-VL, 32 heads) 0.95-0.97 / 0.85-0.95 / 0.84-0.89; the
+// fused append at Llama 3 8B's and Llama 2 7B's prefills 1.00 / 0.87-0.88 / 0.81-0.90 (medians of
+// 5). The kernels then read each row from L2, as they read a table's rows from memory.
+inline constexpr std::int64_t kRowRunBytes = std::int64_t{128} << 10;
+
+class RowRuns {
+ public:
+  // `block` must be callable (rows on the fly); `pairs` is n. A run holds a multiple of `group`
+  // tokens (apply_rope's kernel blocks of 16 take their rows' pointers before the call that
+  // rotates them, so a block's rows must not straddle two runs).
+  RowRuns(const RowBlockFn& block, std::int64_t pairs, std::int64_t begin, std::int64_t end,
+          std::int64_t group = 1);
+  ~RowRuns();
+  RowRuns(const RowRuns&) = delete;
+  RowRuns& operator=(const RowRuns&) = delete;
+  // Token t's row, t in [begin, end) and never below the t of the call before; the run holding t
+  // is made when t passes the last one (runs start at begin, begin + run_tokens(), ...). The row
+  // stays valid, and may be written (kernel_row's s_neg), until the next run is made.
+  std::pair<float*, float*> row(std::int64_t t);
+  // How many tokens a run holds (at least one).
+  std::int64_t run_tokens() const { return run_; }
+
+ private:
+  const RowBlockFn& block_;
+  std::int64_t n_, end_, run_;
+  std::int64_t first_ = 0, last_ = 0;  // the run made: tokens [first_, last_)
+  float* rows_ = nullptr;
+  std::unique_ptr<float[]> own_;  // where this thread's buffer is taken
+  bool holds_thread_buffer_ = false;
+};
+
 // The row in the kernels' form (rope/kernels/rotate.h), either layout: (c, s) as they are, or
 // with s negated into s_neg for the inverse. s_neg may be row.second's own buffer. Returns the
 // pointers to hand over.

@@ -217,9 +217,10 @@ TEST(KvCache, EveryPositionFormMethodTableAndThreads) {
     big.layout = layout;
     big.cache_dtype = CacheDType::kBF16;
     CheckCase(big, rng, Name(big) + " 2 threads");
-    // A prefill on the fly: consecutive positions, whose rows are stepped a block of 16 tokens
-    // at a time (CosSinStepper::rows), over a run that re-anchors (more than 512 tokens), on one
-    // thread and split over two (each thread's run starts its own blocks).
+    // A prefill on the fly: consecutive positions, whose rows are made a run ahead (RowRuns: 256
+    // tokens at head_dim 128, so 600 tokens cross two runs' ends) and stepped 64 at a time
+    // (CosSinStepper::rows), re-anchored every 128 steps, on one thread and split over two (each
+    // thread's tokens start their own runs).
     for (int threads : {1, 2}) {
       Case prefill = big;
       prefill.tokens = 600;
