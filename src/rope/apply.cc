@@ -162,8 +162,9 @@ int run(const RopeSpec& spec, std::span<const Pass> passes, std::int64_t tokens,
   if (blocks) {
     auto block_body = [&](std::int64_t begin, std::int64_t end) {
       // 16 slots of n pairs, c and s, for a block's rows (s negated in place for the inverse);
-      // on the fly, where there is more than one block, runs of rows made ahead (RowRuns) instead
-      // (a call of one block, a decode step's, has nothing to run ahead of).
+      // on the fly, where this chunk of tokens holds more than one block, runs of rows made ahead
+      // (RowRuns) instead (a chunk of one block, a decode step's call, has nothing to run ahead
+      // of).
       constexpr std::int64_t kBlockTokens = 16;
       const std::int64_t slot_floats = 2 * n;
       const bool ahead = row_block && end - begin > kBlockTokens;
@@ -178,8 +179,10 @@ int run(const RopeSpec& spec, std::span<const Pass> passes, std::int64_t tokens,
         const std::int64_t count = std::min(kBlockTokens, end - t0);
         if (row_block && !ahead) row_block(t0, count, buffer, buffer + n, slot_floats);
         for (std::int64_t k = 0; k < count; ++k) {
-          float* slot = buffer + k * slot_floats;
-          const auto [c, s] = ahead ? runs->row(t0 + k) : std::pair<float*, float*>{slot, slot + n};
+          // Ahead, the scratch holds no slots: the row's pointers come from the run.
+          const auto [c, s] = ahead ? runs->row(t0 + k)
+                                    : std::pair<float*, float*>{buffer + k * slot_floats,
+                                                                buffer + k * slot_floats + n};
           const detail::Row made = row_block ? detail::Row{c, s} : row(t0 + k, c, s);
           const auto [rc, rs] = detail::kernel_row(sign, n, made, s);
           cs[k] = rc;
@@ -384,8 +387,9 @@ void CosSinRowBlocks::operator()(std::int64_t t0, std::int64_t count, float* c, 
 
 namespace {
 
-// This thread's buffer for RowRuns: kRowRunBytes, or more where one row is larger (at least one
-// row a run), kept for the thread's life; `taken` while a RowRuns of this thread holds it.
+// This thread's buffer for RowRuns, grown to the largest run it has held (at most kRowRunBytes,
+// or one group of rows where a group is larger) and kept for the thread's life; `taken` while a
+// RowRuns of this thread holds it.
 struct RowRunBuffer {
   std::vector<float> floats;
   bool taken = false;
@@ -396,7 +400,7 @@ RowRunBuffer& thread_row_run_buffer() {
 }
 
 // Tokens a run of rows of n pairs holds: kRowRunBytes of rows, a multiple of `group` (at least
-// one group), and no more than the thread's tokens need.
+// one group), and no more than the chunk's tokens need.
 std::int64_t row_run_tokens(std::int64_t pairs, std::int64_t tokens, std::int64_t group) {
   const std::int64_t row_bytes = std::max<std::int64_t>(1, 2 * pairs * std::int64_t{sizeof(float)});
   const std::int64_t groups = std::max<std::int64_t>(1, kRowRunBytes / row_bytes / group);
@@ -431,9 +435,11 @@ RowRuns::~RowRuns() {
 
 std::pair<float*, float*> RowRuns::row(std::int64_t t) {
   if (t >= last_) {
+    // Recorded once made: a run whose rows threw is not one.
+    const std::int64_t last = std::min(end_, t + run_);
+    block_(t, last - t, rows_, rows_ + n_, 2 * n_);
     first_ = t;
-    last_ = std::min(end_, t + run_);
-    block_(first_, last_ - first_, rows_, rows_ + n_, 2 * n_);
+    last_ = last;
   }
   float* c = rows_ + (t - first_) * 2 * n_;
   return {c, c + n_};

@@ -173,10 +173,13 @@ class CosSinRowBlocks {
   bool applies_;
 };
 
-// Rows computed ahead (a RowBlockFn: no table) for the tokens [begin, end) one thread rotates, a run
-// of up to kRowRunBytes of rows at a time, made before any of the run's tokens is rotated. Each
-// thread keeps one buffer of that size for them (one RowRuns at a time per thread; a second one
-// alive on the same thread takes a buffer of its own). Why runs: a row stepped right after a block
+// Rows computed ahead (a RowBlockFn: no table) for a chunk of tokens [begin, end) that one thread
+// rotates (a whole call on one thread; the pool's chunks, about four per thread, on more), a run
+// of up to kRowRunBytes of rows at a time (one group where a group's rows are more: 16 rows of
+// more than 1024 pairs), made before any of the run's tokens is rotated. A run's length follows
+// the rotated pairs (256 tokens at 64 pairs, 512 at 32). Each thread keeps one buffer for them,
+// grown to the largest run it has held (one RowRuns at a time per thread; a second one alive on
+// the same thread takes a buffer of its own). Why runs: a row stepped right after a block
 // of 16 tokens was rotated took longer than one stepped after the row before, the rotation having
 // streamed the tensor through the caches in between (Zen 4, 64 pairs, the stepper's call timed by
 // rdtsc: 70-90 TSC cycles a row alone, 95-117 between blocks of 32 f16 heads, 100-136 with 128 KiB
@@ -204,6 +207,8 @@ class RowRuns {
   std::pair<float*, float*> row(std::int64_t t);
   // How many tokens a run holds (at least one).
   std::int64_t run_tokens() const { return run_; }
+  // Whether the rows live in the thread's buffer (not in one of this RowRuns' own).
+  bool holds_thread_buffer() const { return holds_thread_buffer_; }
 
  private:
   const RowBlockFn& block_;

@@ -333,6 +333,65 @@ TEST(CosSinFast, OnTheFlyRotationIsTheTablePathsOnEveryTarget) {
   });
 }
 
+// q and k in one call, on the fly against the table path, both directions, one and two threads:
+// the rows made a run ahead (RowRuns: 256 tokens at 64 pairs, 336 at Phi-3's 48, 512 at GPT-J's
+// 32) are shared by both tensors and negated once for the inverse, and on two threads the pool's
+// chunks (2800 / 8 = 350 tokens, starting off a multiple of 16) each cross a run's end.
+TEST(CosSinFast, OnTheFlyQAndKAcrossRunsAreTheTablePathsOnEveryTarget) {
+  const std::int64_t tokens = 2800, q_heads = 2, k_heads = 1;
+  std::vector<Named> specs;
+  for (Named& s : RealSpecs()) {
+    if (s.name == "plain-10000-128" || s.name == "phi-3-mini-128k@131072" || s.name == "gpt-j-6b")
+      specs.push_back(std::move(s));
+  }
+  ASSERT_EQ(specs.size(), 3u);
+  std::vector<std::int64_t> pos(static_cast<std::size_t>(tokens));
+  for (std::int64_t t = 0; t < tokens; ++t) pos[static_cast<std::size_t>(t)] = t;
+  ForEachTarget([&](const std::string&) {
+    for (const Named& spec : specs) {
+      SCOPED_TRACE(spec.name);
+      const Frequencies& f = spec.freqs;
+      const posenc::CosSinTable table(f, tokens);
+      for (DType dtype : {DType::kF32, DType::kBF16}) {
+        SCOPED_TRACE(std::string(posenc::dtype_name(dtype)));
+        const std::int64_t dim = f.spec.head_dim;
+        posenc::testing::Buffer q(dtype, static_cast<std::size_t>(tokens * q_heads * dim));
+        posenc::testing::Buffer k(dtype, static_cast<std::size_t>(tokens * k_heads * dim));
+        std::mt19937 rng(5);
+        std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+        for (std::int64_t i = 0; i < tokens * q_heads * dim; ++i)
+          q.set(static_cast<std::size_t>(i), u(rng));
+        for (std::int64_t i = 0; i < tokens * k_heads * dim; ++i)
+          k.set(static_cast<std::size_t>(i), u(rng));
+        for (posenc::Direction direction :
+             {posenc::Direction::kForward, posenc::Direction::kInverse}) {
+          for (int threads : {1, 2}) {
+            SCOPED_TRACE(std::to_string(threads) + " threads, direction " +
+                         std::to_string(static_cast<int>(direction)));
+            auto rotated = [&](const posenc::CosSinTable* with) {
+              posenc::testing::Buffer yq = q, yk = k;
+              posenc::RopeArgs args;
+              args.q = posenc::TensorView::contiguous(yq.bytes.data(), dtype, tokens, q_heads, dim);
+              args.k = posenc::TensorView::contiguous(yk.bytes.data(), dtype, tokens, k_heads, dim);
+              args.positions = std::span<const std::int64_t>(pos);
+              args.table = with;
+              args.direction = direction;
+              args.threads = threads;
+              posenc::apply_rope(f, args);
+              return std::make_pair(std::move(yq), std::move(yk));
+            };
+            const auto [tq, tk] = rotated(&table);
+            const auto [fq, fk] = rotated(nullptr);
+            EXPECT_EQ(fq.bytes, tq.bytes);
+            EXPECT_EQ(fk.bytes, tk.bytes);
+            EXPECT_NE(tq.bytes, q.bytes);  // something was rotated
+          }
+        }
+      }
+    }
+  });
+}
+
 // Rows that are all anchors (every position jumps), computed by the SIMD anchor kernel with the
 // bound's check and exact_sincos for the pairs it flags, against the exact path bit for bit: random
 // positions over every magnitude to 2^31 - 1 and negative, positions from 2^31 to 2^52 and at the

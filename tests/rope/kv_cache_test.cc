@@ -218,9 +218,9 @@ TEST(KvCache, EveryPositionFormMethodTableAndThreads) {
     big.cache_dtype = CacheDType::kBF16;
     CheckCase(big, rng, Name(big) + " 2 threads");
     // A prefill on the fly: consecutive positions, whose rows are made a run ahead (RowRuns: 256
-    // tokens at head_dim 128, so 600 tokens cross two runs' ends) and stepped 64 at a time
-    // (CosSinStepper::rows), re-anchored every 128 steps, on one thread and split over two (each
-    // thread's tokens start their own runs).
+    // tokens at head_dim 128, so on one thread 600 tokens cross two runs' ends) and stepped 64 at
+    // a time (CosSinStepper::rows), re-anchored every 128 steps, on one thread and split over two
+    // (the pool's chunks of 75 tokens, a run each).
     for (int threads : {1, 2}) {
       Case prefill = big;
       prefill.tokens = 600;

@@ -4,6 +4,7 @@
 // hold a whole number of them; a second RowRuns alive on the same thread must not write into the
 // first one's rows.
 #include <cstdint>
+#include <stdexcept>
 #include <utility>
 #include <vector>
 
@@ -103,9 +104,11 @@ TEST(RowRuns, ASecondOneOnTheSameThreadKeepsItsOwnRows) {
   const RowBlockFn fb = [&](std::int64_t t0, std::int64_t count, float* c, float* s,
                             std::int64_t stride) { b.fn()(t0 + 5000, count, c, s, stride); };
   RowRuns first(fa, 64, 0, 300, 16);
+  EXPECT_TRUE(first.holds_thread_buffer());
   const float* first_row = first.row(10).first;
   {
     RowRuns second(fb, 64, 0, 300, 16);
+    EXPECT_FALSE(second.holds_thread_buffer());
     const float* second_row = second.row(10).first;
     EXPECT_NE(first_row, second_row);
     EXPECT_EQ(second_row[3], CosOf(5010, 3));
@@ -113,6 +116,33 @@ TEST(RowRuns, ASecondOneOnTheSameThreadKeepsItsOwnRows) {
   }
   // The first one's runs go on as before.
   ExpectRowsOfEveryToken(first, 64, 16, 300, 16);
+}
+
+TEST(RowRuns, AThrowingRowBlockGivesTheThreadsBufferBack) {
+  // A row function that throws (a stepper's error) unwinds the RowRuns that called it; the next
+  // one on this thread takes the thread's buffer again (the same rows' address) instead of
+  // allocating its own on every call from then on.
+  Recorder rec{64, {}};
+  const RowBlockFn fn = rec.fn();
+  const float* thread_rows = nullptr;
+  {
+    RowRuns first(fn, 64, 0, 100, 16);
+    ASSERT_TRUE(first.holds_thread_buffer());
+    thread_rows = first.row(0).first;
+  }
+  const RowBlockFn throws = [](std::int64_t, std::int64_t, float*, float*, std::int64_t) {
+    throw std::runtime_error("row");
+  };
+  try {
+    RowRuns failing(throws, 64, 0, 100, 16);
+    failing.row(0);
+    FAIL() << "the row function's exception was lost";
+  } catch (const std::runtime_error&) {
+  }
+  RowRuns after(fn, 64, 0, 100, 16);
+  EXPECT_TRUE(after.holds_thread_buffer());
+  EXPECT_EQ(after.row(0).first, thread_rows);
+  EXPECT_EQ(after.row(99).first[2], CosOf(99, 2));
 }
 
 }  // namespace
