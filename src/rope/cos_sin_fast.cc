@@ -129,7 +129,23 @@ void CosSinStepper::reset(const Frequencies& freqs, double bound_scale) {
   last_moving_ = 0;
   last_factors_ = nullptr;
   stats_ = Stats{};
+  active_ = n;
+  while (active_ > 0 && freqs.inv_freq[active_ - 1] == 0.0) --active_;
   w_.assign(freqs.inv_freq.begin(), freqs.inv_freq.end());  // last: serves() holds from here
+}
+
+void CosSinStepper::fill_zero_pairs(std::int64_t count, float* c, float* s,
+                                    std::int64_t stride) const {
+  const std::size_t n = w_.size();
+  if (active_ == n) return;
+  // exact_sincos(p, +-0) is (+0, 1) at every position (the product p w is a zero, whose reduction
+  // gives +0), so the exact path's floats are fl32(1 af) and fl32(+0 af).
+  const auto cf = static_cast<float>(1.0 * af_);
+  const auto sf = static_cast<float>(0.0 * af_);
+  for (std::int64_t r = 0; r < count; ++r) {
+    std::fill(c + r * stride + static_cast<std::int64_t>(active_), c + r * stride + n, cf);
+    std::fill(s + r * stride + static_cast<std::int64_t>(active_), s + r * stride + n, sf);
+  }
 }
 
 void CosSinStepper::anchor(const std::int64_t* ap, float* c, float* s) {
@@ -152,7 +168,7 @@ std::int64_t CosSinStepper::exact_anchor(double af, double bound, double* dc, do
   CosSinAnchor a;
   a.position = position_.data();
   a.w = w_.data();
-  a.n = static_cast<std::int64_t>(w_.size());
+  a.n = static_cast<std::int64_t>(active_);
   a.af = af;
   a.c = dc;
   a.s = ds;
@@ -169,6 +185,13 @@ std::int64_t CosSinStepper::exact_anchor(double af, double bound, double* dc, do
     exact_sincos(anchor_pos_[i], w_[i], se, ce);
     dc[i] = ce * af;
     ds[i] = se * af;
+    c[i] = static_cast<float>(dc[i]);
+    s[i] = static_cast<float>(ds[i]);
+  }
+  // The pairs of frequency 0: their doubles exact, as the steps keep them.
+  for (std::size_t i = active_; i < w_.size(); ++i) {
+    dc[i] = 1.0 * af;
+    ds[i] = 0.0 * af;
     c[i] = static_cast<float>(dc[i]);
     s[i] = static_cast<float>(ds[i]);
   }
@@ -366,7 +389,7 @@ void CosSinStepper::step_run(unsigned moving, std::int64_t count, float* c, floa
   st.s = s_.data();
   st.uc = last_factors_;
   st.us = last_factors_ + n;
-  st.n = static_cast<std::int64_t>(n);
+  st.n = static_cast<std::int64_t>(active_);  // the pairs of frequency 0 after them: below
   // Row j is step m = since_anchor_ + 1 + j: E = unit (8 m + 16), the bound above.
   st.bound = unit * static_cast<double>(8 * (since_anchor_ + 1) + 16);
   st.bound_step = unit * 8.0;
@@ -376,7 +399,7 @@ void CosSinStepper::step_run(unsigned moving, std::int64_t count, float* c, floa
   st.out_stride = stride;
   st.flagged = flagged_.data();
   const std::int64_t k = cos_sin_step(st);
-  const auto un = static_cast<std::int64_t>(n);
+  const auto un = static_cast<std::int64_t>(active_);
   for (std::int64_t j = 0; j < k; ++j) {
     const std::int64_t f = flagged_[static_cast<std::size_t>(j)];
     const std::int64_t r = f / un, i = f % un;
@@ -386,6 +409,7 @@ void CosSinStepper::step_run(unsigned moving, std::int64_t count, float* c, floa
     c[r * stride + i] = static_cast<float>(ce * af_);
     s[r * stride + i] = static_cast<float>(se * af_);
   }
+  fill_zero_pairs(count, c, s, stride);
   since_anchor_ += count;
   stats_.exact_pairs += k;
   stats_.steps += count;

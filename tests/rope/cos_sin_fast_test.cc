@@ -56,6 +56,12 @@ std::vector<Named> RealSpecs() {
   out.push_back({"phi-3-mini-128k@131072",
                  posenc::compute_frequencies(posenc::load_preset("phi-3-mini-128k").spec,
                                              posenc::Numerics::kPrecise, 131072)});
+  // Proportional RoPE: the first quarter of the pairs rotated (by 1/8 of their frequencies), the
+  // other 48 at frequency 0, which the stepper writes without anchoring or stepping them.
+  posenc::RopeSpec proportional =
+      posenc::testing::make_spec(posenc::Method::kProportional, 128, 10000.0, 8.0);
+  proportional.partial_rotary_factor = 0.25;
+  out.push_back({"proportional-0.25-128", posenc::compute_frequencies(proportional)});
   return out;
 }
 
@@ -392,6 +398,71 @@ TEST(CosSinFast, OnTheFlyQAndKAcrossRunsAreTheTablePathsOnEveryTarget) {
   });
 }
 
+// Pairs of frequency 0 are (af, +0 af) at every position, the exact path's exact_sincos (+0, 1)
+// times the attention factor: at the end of the row (proportional RoPE's unrotated pairs, which the
+// stepper writes without anchoring or stepping them) and inside it (anchored and stepped with the
+// others: their products p w are zero, which the SIMD anchor passes as exact), with a negative
+// attention factor (the zero's sign), at positions from 0 (every sine of that row a zero), negative
+// ones, and near 2^31; row by row and in blocks, against cos_sin_row_f32 bit for bit. And the zeros
+// cost the exact path nothing: with them at the end, a row of 16 live pairs of 64 sends no more
+// pairs to exact_sincos than the same 16 alone.
+TEST(CosSinFast, PairsOfFrequencyZeroAreTheExactPathsOnEveryTarget) {
+  Frequencies f = posenc::compute_frequencies(posenc::testing::make_spec(posenc::Method::kNone));
+  for (std::size_t i = 40; i < f.inv_freq.size(); ++i) f.inv_freq[i] = (i % 2 == 0) ? 0.0 : -0.0;
+  f.inv_freq[7] = 0.0;  // one inside the stepped pairs
+  const auto n = static_cast<std::int64_t>(f.pair_count());
+  ForEachTarget([&](const std::string&) {
+    for (double af : {1.0, -1.5, 0.3}) {
+      SCOPED_TRACE(af);
+      f.attention_factor = af;
+      for (std::int64_t a :
+           {std::int64_t{0}, std::int64_t{-300}, kTop - 400, std::int64_t{12345}}) {
+        SCOPED_TRACE(a);
+        CosSinStepper row_by_row(f), blocks(f);
+        std::vector<std::int64_t> p;
+        for (std::int64_t m = 0; m < 400; ++m) p.push_back(a + m);
+        p[250] = a;  // a jump back: an anchor at a again
+        std::vector<float> c(static_cast<std::size_t>(n)), s(c.size()), ec(c.size()), es(c.size());
+        std::vector<float> bc(static_cast<std::size_t>(400 * n)), bs(bc.size());
+        blocks.rows(p.data(), 400, bc.data(), bs.data(), n);
+        for (std::size_t r = 0; r < p.size(); ++r) {
+          row_by_row.row(std::span<const std::int64_t>(&p[r], 1), c.data(), s.data());
+          posenc::cos_sin_row_f32(f, p[r], ec, es);
+          ASSERT_EQ(std::memcmp(c.data(), ec.data(), c.size() * sizeof(float)), 0) << "row " << r;
+          ASSERT_EQ(std::memcmp(s.data(), es.data(), s.size() * sizeof(float)), 0) << "row " << r;
+          ASSERT_EQ(std::memcmp(&bc[r * c.size()], ec.data(), c.size() * sizeof(float)), 0) << r;
+          ASSERT_EQ(std::memcmp(&bs[r * s.size()], es.data(), s.size() * sizeof(float)), 0) << r;
+        }
+      }
+    }
+  });
+  // The exact path's work: 16 live pairs followed by 48 zeros against the same 16 alone.
+  Frequencies live = f, tail = f;
+  live.attention_factor = tail.attention_factor = 1.0;
+  live.inv_freq.resize(16);
+  live.spec.rotary_dim = live.spec.head_dim = 32;
+  for (std::size_t i = 16; i < tail.inv_freq.size(); ++i) tail.inv_freq[i] = 0.0;
+  live.inv_freq[7] = tail.inv_freq[7] = 1e-3;
+  CosSinStepper with_zeros(tail), alone(live);
+  std::vector<float> c(64), s(64);
+  for (std::int64_t t = 0; t < 1000; ++t) {
+    with_zeros.row(std::span<const std::int64_t>(&t, 1), c.data(), s.data());
+    alone.row(std::span<const std::int64_t>(&t, 1), c.data(), s.data());
+  }
+  EXPECT_EQ(with_zeros.stats().exact_pairs, alone.stats().exact_pairs);
+  EXPECT_LT(with_zeros.stats().exact_pairs, 1000);  // not 48 a row
+  // A row at position 0 (every sine a zero) is decided by the SIMD anchor as a whole where it
+  // runs: no pair goes to exact_sincos.
+  ForEachTarget([&](const std::string& target) {
+    const Frequencies plain =
+        posenc::compute_frequencies(posenc::testing::make_spec(posenc::Method::kNone));
+    CosSinStepper st(plain);
+    const std::int64_t zero = 0;
+    st.row(std::span<const std::int64_t>(&zero, 1), c.data(), s.data());
+    EXPECT_EQ(st.stats().exact_pairs, posenc::detail::cos_sin_anchor_in_simd() ? 0 : 64) << target;
+  });
+}
+
 // Rows that are all anchors (every position jumps), computed by the SIMD anchor kernel with the
 // bound's check and exact_sincos for the pairs it flags, against the exact path bit for bit: random
 // positions over every magnitude to 2^31 - 1 and negative, positions from 2^31 to 2^52 and at the
@@ -444,7 +515,11 @@ TEST(CosSinFast, AnchorRowsAreTheExactRowsOnEveryTarget) {
       EXPECT_EQ(differing, 0);
       EXPECT_EQ(st.stats().anchors, static_cast<std::int64_t>(all.size()));
       EXPECT_EQ(st.stats().steps, 0);
-      const auto pairs = static_cast<std::int64_t>(all.size() * n);
+      // Every pair but those of frequency 0 at the end of the row (proportional RoPE's), which
+      // the stepper writes as they are without the exact path.
+      std::size_t live = n;
+      while (live > 0 && spec.freqs.inv_freq[live - 1] == 0.0) --live;
+      const auto pairs = static_cast<std::int64_t>(all.size() * live);
       if (!posenc::detail::cos_sin_anchor_in_simd()) {
         EXPECT_EQ(st.stats().exact_pairs, pairs);
       } else {
