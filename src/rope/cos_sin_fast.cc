@@ -129,22 +129,29 @@ void CosSinStepper::reset(const Frequencies& freqs, double bound_scale) {
   last_moving_ = 0;
   last_factors_ = nullptr;
   stats_ = Stats{};
-  active_ = n;
-  while (active_ > 0 && freqs.inv_freq[active_ - 1] == 0.0) --active_;
+  live_end_ = n;
+  while (live_end_ > 0 && freqs.inv_freq[live_end_ - 1] == 0.0) --live_end_;
+  live_begin_ = 0;
+  while (live_begin_ < live_end_ && freqs.inv_freq[live_begin_] == 0.0) ++live_begin_;
   w_.assign(freqs.inv_freq.begin(), freqs.inv_freq.end());  // last: serves() holds from here
 }
 
 void CosSinStepper::fill_zero_pairs(std::int64_t count, float* c, float* s,
                                     std::int64_t stride) const {
-  const std::size_t n = w_.size();
-  if (active_ == n) return;
+  const auto n = static_cast<std::int64_t>(w_.size());
+  const auto b = static_cast<std::int64_t>(live_begin_), e = static_cast<std::int64_t>(live_end_);
+  if (b == 0 && e == n) return;
   // exact_sincos(p, +-0) is (+0, 1) at every position (the product p w is a zero, whose reduction
   // gives +0), so the exact path's floats are fl32(1 af) and fl32(+0 af).
   const auto cf = static_cast<float>(1.0 * af_);
   const auto sf = static_cast<float>(0.0 * af_);
   for (std::int64_t r = 0; r < count; ++r) {
-    std::fill(c + r * stride + static_cast<std::int64_t>(active_), c + r * stride + n, cf);
-    std::fill(s + r * stride + static_cast<std::int64_t>(active_), s + r * stride + n, sf);
+    float* cr = c + r * stride;
+    float* sr = s + r * stride;
+    std::fill(cr, cr + b, cf);
+    std::fill(sr, sr + b, sf);
+    std::fill(cr + e, cr + n, cf);
+    std::fill(sr + e, sr + n, sf);
   }
 }
 
@@ -165,22 +172,24 @@ void CosSinStepper::anchor(const std::int64_t* ap, float* c, float* s) {
 
 std::int64_t CosSinStepper::exact_anchor(double af, double bound, double* dc, double* ds, float* c,
                                          float* s) {
+  // The live pairs only; the kernel's indices count from live_begin_.
+  const std::size_t b = live_begin_;
   CosSinAnchor a;
-  a.position = position_.data();
-  a.w = w_.data();
-  a.n = static_cast<std::int64_t>(active_);
+  a.position = position_.data() + b;
+  a.w = w_.data() + b;
+  a.n = static_cast<std::int64_t>(live_end_ - b);
   a.af = af;
-  a.c = dc;
-  a.s = ds;
-  a.cos_out = c;
-  a.sin_out = s;
+  a.c = dc + b;
+  a.s = ds + b;
+  a.cos_out = c + b;
+  a.sin_out = s + b;
   a.bound = bound;
   a.flagged = flagged_.data();
   const std::int64_t k = cos_sin_anchor(a);
   // The pairs whose rounding the bound left open, or whose angle the polynomials do not cover:
   // exact_sincos, doubles and floats.
   for (std::int64_t j = 0; j < k; ++j) {
-    const auto i = static_cast<std::size_t>(flagged_[static_cast<std::size_t>(j)]);
+    const auto i = b + static_cast<std::size_t>(flagged_[static_cast<std::size_t>(j)]);
     double se, ce;
     exact_sincos(anchor_pos_[i], w_[i], se, ce);
     dc[i] = ce * af;
@@ -188,13 +197,15 @@ std::int64_t CosSinStepper::exact_anchor(double af, double bound, double* dc, do
     c[i] = static_cast<float>(dc[i]);
     s[i] = static_cast<float>(ds[i]);
   }
-  // The pairs of frequency 0: their doubles exact, as the steps keep them.
-  for (std::size_t i = active_; i < w_.size(); ++i) {
+  // The pairs of frequency 0 around them: their doubles exact, as the steps keep them.
+  const auto zero_pair = [&](std::size_t i) {
     dc[i] = 1.0 * af;
     ds[i] = 0.0 * af;
     c[i] = static_cast<float>(dc[i]);
     s[i] = static_cast<float>(ds[i]);
-  }
+  };
+  for (std::size_t i = 0; i < b; ++i) zero_pair(i);
+  for (std::size_t i = live_end_; i < w_.size(); ++i) zero_pair(i);
   return k;
 }
 
@@ -384,25 +395,28 @@ void CosSinStepper::step_run(unsigned moving, std::int64_t count, float* c, floa
   if (flagged_.size() < static_cast<std::size_t>(count) * n)
     flagged_.resize(static_cast<std::size_t>(count) * n);
   const double unit = bound_scale_ * std::abs(af_) * kUnitRoundoff;
+  // The live pairs only (fill_zero_pairs writes the others); the kernel's indices count from
+  // live_begin_.
+  const std::size_t b = live_begin_;
   CosSinStep st;
-  st.c = c_.data();
-  st.s = s_.data();
-  st.uc = last_factors_;
-  st.us = last_factors_ + n;
-  st.n = static_cast<std::int64_t>(active_);  // the pairs of frequency 0 after them: below
+  st.c = c_.data() + b;
+  st.s = s_.data() + b;
+  st.uc = last_factors_ + b;
+  st.us = last_factors_ + n + b;
+  st.n = static_cast<std::int64_t>(live_end_ - b);
   // Row j is step m = since_anchor_ + 1 + j: E = unit (8 m + 16), the bound above.
   st.bound = unit * static_cast<double>(8 * (since_anchor_ + 1) + 16);
   st.bound_step = unit * 8.0;
   st.rows = count;
-  st.cos_out = c;
-  st.sin_out = s;
+  st.cos_out = c + b;
+  st.sin_out = s + b;
   st.out_stride = stride;
   st.flagged = flagged_.data();
   const std::int64_t k = cos_sin_step(st);
-  const auto un = static_cast<std::int64_t>(active_);
+  const auto un = static_cast<std::int64_t>(live_end_ - b);
   for (std::int64_t j = 0; j < k; ++j) {
     const std::int64_t f = flagged_[static_cast<std::size_t>(j)];
-    const std::int64_t r = f / un, i = f % un;
+    const std::int64_t r = f / un, i = static_cast<std::int64_t>(b) + f % un;
     const auto pair = static_cast<std::size_t>(i);
     double se, ce;
     exact_sincos(position_of(r, pair), w_[pair], se, ce);

@@ -105,8 +105,8 @@ class CosSinStepper {
   void give_kept(std::int64_t count, float* c, float* s, std::int64_t stride);
   // Keeps the row just made, the one at last_pos_.
   void keep(const float* c, const float* s);
-  // The floats of the pairs [active_, n) in `count` rows (row r at c + r * stride): every pair
-  // there has frequency 0.
+  // The floats of the pairs outside [live_begin_, live_end_) in `count` rows (row r at
+  // c + r * stride): every pair there has frequency 0.
   void fill_zero_pairs(std::int64_t count, float* c, float* s, std::int64_t stride) const;
   // What step and step_rows share: `count` rows by one step each of the axes in `moving`, row r's
   // floats at c + r * stride; position_of(r, i) is pair i's position in row r (for the pairs the
@@ -117,11 +117,13 @@ class CosSinStepper {
   const std::vector<double>& step_factors(unsigned moving);
 
   std::vector<double> w_;
-  // The pairs before the last zero frequencies (proportional RoPE leaves every pair past its
-  // rotated fraction at frequency 0): only these are anchored and stepped. A pair of frequency 0
-  // is (af, 0 af) at every position, exact_sincos's (+0, 1) times the attention factor, so its
-  // floats are written as they are (fill_zero_pairs).
-  std::size_t active_ = 0;
+  // The pairs between the first and the last nonzero frequency, [live_begin_, live_end_): only these
+  // are anchored and stepped. Proportional RoPE leaves every pair past its rotated fraction at
+  // frequency 0; rerotate_keys' rows (the frequencies' differences) are 0 where a method left a
+  // pair's frequency as it was (dynamic NTK's first pair, YaRN's fastest ones). A pair of
+  // frequency 0 is (af, +0 af) at every position, exact_sincos's (+0, 1) times the attention
+  // factor, so its floats are written as they are (fill_zero_pairs).
+  std::size_t live_begin_ = 0, live_end_ = 0;
   AxisMap map_;                         // the spec's, for serves()
   std::vector<std::size_t> slot_axis_;  // per pair; all 0 for a one-axis row
   std::vector<unsigned> used_axes_;     // the axes some pair reads

@@ -399,17 +399,19 @@ TEST(CosSinFast, OnTheFlyQAndKAcrossRunsAreTheTablePathsOnEveryTarget) {
 }
 
 // Pairs of frequency 0 are (af, +0 af) at every position, the exact path's exact_sincos (+0, 1)
-// times the attention factor: at the end of the row (proportional RoPE's unrotated pairs, which the
-// stepper writes without anchoring or stepping them) and inside it (anchored and stepped with the
+// times the attention factor: at the end of the row (proportional RoPE's unrotated pairs) and at
+// its start (rerotate_keys' rows where a method kept a pair's frequency), which the stepper writes
+// without anchoring or stepping them, and inside it (anchored and stepped with the
 // others: their products p w are zero, which the SIMD anchor passes as exact), with a negative
 // attention factor (the zero's sign), at positions from 0 (every sine of that row a zero), negative
 // ones, and near 2^31; row by row and in blocks, against cos_sin_row_f32 bit for bit. And the zeros
-// cost the exact path nothing: with them at the end, a row of 16 live pairs of 64 sends no more
-// pairs to exact_sincos than the same 16 alone.
+// cost the exact path nothing: with them around, a row of 16 live pairs of 64 sends no more pairs
+// to exact_sincos than the same 16 alone.
 TEST(CosSinFast, PairsOfFrequencyZeroAreTheExactPathsOnEveryTarget) {
   Frequencies f = posenc::compute_frequencies(posenc::testing::make_spec(posenc::Method::kNone));
   for (std::size_t i = 40; i < f.inv_freq.size(); ++i) f.inv_freq[i] = (i % 2 == 0) ? 0.0 : -0.0;
-  f.inv_freq[7] = 0.0;  // one inside the stepped pairs
+  f.inv_freq[0] = f.inv_freq[1] = f.inv_freq[2] = 0.0;  // at the start (rerotate_keys' rows)
+  f.inv_freq[7] = 0.0;                                  // one inside the stepped pairs
   const auto n = static_cast<std::int64_t>(f.pair_count());
   ForEachTarget([&](const std::string&) {
     for (double af : {1.0, -1.5, 0.3}) {
@@ -436,13 +438,13 @@ TEST(CosSinFast, PairsOfFrequencyZeroAreTheExactPathsOnEveryTarget) {
       }
     }
   });
-  // The exact path's work: 16 live pairs followed by 48 zeros against the same 16 alone.
+  // The exact path's work: 16 live pairs between 3 zeros and 45 against the same 16 alone.
   Frequencies live = f, tail = f;
   live.attention_factor = tail.attention_factor = 1.0;
-  live.inv_freq.resize(16);
+  live.inv_freq.assign(f.inv_freq.begin() + 3, f.inv_freq.begin() + 19);
   live.spec.rotary_dim = live.spec.head_dim = 32;
-  for (std::size_t i = 16; i < tail.inv_freq.size(); ++i) tail.inv_freq[i] = 0.0;
-  live.inv_freq[7] = tail.inv_freq[7] = 1e-3;
+  for (std::size_t i = 19; i < tail.inv_freq.size(); ++i) tail.inv_freq[i] = 0.0;
+  live.inv_freq[4] = tail.inv_freq[7] = 1e-3;
   CosSinStepper with_zeros(tail), alone(live);
   std::vector<float> c(64), s(64);
   for (std::int64_t t = 0; t < 1000; ++t) {
