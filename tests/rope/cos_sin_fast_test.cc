@@ -517,11 +517,12 @@ TEST(CosSinFast, AnchorRowsAreTheExactRowsOnEveryTarget) {
       EXPECT_EQ(differing, 0);
       EXPECT_EQ(st.stats().anchors, static_cast<std::int64_t>(all.size()));
       EXPECT_EQ(st.stats().steps, 0);
-      // Every pair but those of frequency 0 at the end of the row (proportional RoPE's), which
-      // the stepper writes as they are without the exact path.
-      std::size_t live = n;
-      while (live > 0 && spec.freqs.inv_freq[live - 1] == 0.0) --live;
-      const auto pairs = static_cast<std::int64_t>(all.size() * live);
+      // Every pair but those of frequency 0 at either end of the row (proportional RoPE's at its
+      // end), which the stepper writes as they are without the exact path.
+      std::size_t live_end = n, live_begin = 0;
+      while (live_end > 0 && spec.freqs.inv_freq[live_end - 1] == 0.0) --live_end;
+      while (live_begin < live_end && spec.freqs.inv_freq[live_begin] == 0.0) ++live_begin;
+      const auto pairs = static_cast<std::int64_t>(all.size() * (live_end - live_begin));
       if (!posenc::detail::cos_sin_anchor_in_simd()) {
         EXPECT_EQ(st.stats().exact_pairs, pairs);
       } else {
