@@ -276,7 +276,7 @@ Rerotation::Rerotation(const Frequencies& from, const Frequencies& to) : delta_(
 void Rerotation::rows(std::int64_t p0, std::int64_t p1, float* c2, float* s2) const {
   const std::int64_t n = delta_.pair_count();
   std::vector<float> c(static_cast<std::size_t>(n)), s(c.size());
-  // As rerotate_keys' rows (apply.cc, CosSinRows): stepped where the stepper applies, else
+  // As rerotate_keys' rows (rope_rows.cc, CosSinRows): stepped where the stepper applies, else
   // cos_sin_row_f32; the same bits either way.
   std::optional<posenc::detail::CosSinStepper> stepper;
   if (posenc::detail::CosSinStepper::applies(delta_)) stepper.emplace(delta_);

@@ -48,7 +48,7 @@ class CosSinStepper {
 
   // Whether a stepper reset to (freqs, bound_scale) would be this one: the same bits of inv_freq
   // and of the attention factor, the same axis map and bound scale. Its rows and the state they
-  // step from then serve the next call as they are (apply.cc keeps a thread's steppers from one
+  // step from then serve the next call as they are (rope_rows.cc keeps a thread's steppers from one
   // call to the next).
   bool serves(const Frequencies& freqs, double bound_scale = 1.0) const;
 

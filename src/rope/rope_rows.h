@@ -1,5 +1,6 @@
 // src/rope/rope_rows.h: what apply_rope and rope_append_kv_cache share (internal): argument checks
-// of views, positions and tables, the per-token cos/sin rows, and the row the kernels take.
+// of views, positions and tables (defined in rope/apply.cc), the per-token cos/sin rows
+// (rope/rope_rows.cc), and the row the kernels take.
 #pragma once
 
 #include <array>
@@ -77,6 +78,10 @@ void check_rope_table(const Frequencies& freqs, const CosSinTable* table, std::s
 
 // The most axes a spec's axis map may read (M-RoPE: 3; rope_token_count refuses more).
 inline constexpr std::int64_t kMaxAxes = 4;
+
+// The axis positions of token t, positions[a * tokens + t] for a < axes, into out.
+void axis_positions(const Positions& positions, std::int64_t axes, std::int64_t tokens,
+                    std::int64_t t, std::int64_t* out);
 
 // The rows of a call's tokens: from the table where every position of the token is inside it,
 // else computed on the fly (the multi-axis gather of apply.h). Keeps references to freqs and

@@ -739,7 +739,7 @@ TEST(CosSinFast, AThrowLeavesNoRow) {
   EXPECT_EQ(st.stats().repeats, 0);
 }
 
-// apply_rope keeps each thread's steppers from one call to the next (src/rope/apply.cc's
+// apply_rope keeps each thread's steppers from one call to the next (src/rope/rope_rows.cc's
 // thread_stepper): an engine's decode loop, each step's token rotated at one position by every
 // layer, layers alternating two frequencies (Gemma 3's local and global bases) plus three more
 // than the four steppers a thread keeps, and one Frequencies object changed in place between calls
