@@ -413,10 +413,25 @@ int rope_append_kv_cache(const Frequencies& freqs, const KvCache& cache, const K
     float* const s = c + n;
     std::optional<detail::RowRuns> runs;
     if (row_block) runs.emplace(row_block, n, begin, end);
+    // With a table, the rows of up to kTableTokens tokens at a time, where all are read in place
+    // (detail::CosSinRows::table_rows); else one by one from `row`.
+    constexpr std::int64_t kTableTokens = 16;
+    const float* table_c[kTableTokens];
+    const float* table_s[kTableTokens];
+    std::int64_t table_first = begin, table_end = begin;
+    bool in_table = false;
     for (std::int64_t t = begin; t < end; ++t) {
       const float* rc = nullptr;
       const float* rs = nullptr;
-      if (args.rotate) {
+      if (args.rotate && !runs && t == table_end) {
+        table_first = t;
+        table_end = std::min(end, t + kTableTokens);
+        in_table = rows.table_rows(t, table_end - t, table_c, table_s);
+      }
+      if (in_table) {
+        rc = table_c[t - table_first];
+        rs = table_s[t - table_first];
+      } else if (args.rotate) {
         // forward only: the kernels take the row as it is
         std::tie(rc, rs) = runs ? detail::Row(runs->row(t)) : row(t, c, s);
       }

@@ -308,6 +308,23 @@ void CosSinRows::prefetch_table_rows(std::int64_t u, std::size_t axis, std::int6
   prefetch_range(reinterpret_cast<std::uintptr_t>(table_->sin_row(p).data() + begin), bytes);
 }
 
+bool CosSinRows::table_rows(std::int64_t t0, std::int64_t count, const float** c,
+                            const float** s) const {
+  if (axes_ != 1 || table_ == nullptr) return false;
+  const std::int64_t rows = table_->positions();
+  return std::visit(
+      [&](auto span) {
+        for (std::int64_t k = 0; k < count; ++k) {
+          const auto p = static_cast<std::int64_t>(span[static_cast<std::size_t>(t0 + k)]);
+          if (p < 0 || p >= rows) return false;
+          c[k] = table_->cos_row(p).data();
+          s[k] = table_->sin_row(p).data();
+        }
+        return true;
+      },
+      positions_);
+}
+
 Row CosSinRows::operator()(std::int64_t t, float* c, float* s) const {
   if (axes_ == 1) {
     const std::int64_t p = position_at(positions_, t);

@@ -100,6 +100,12 @@ class CosSinRows {
   // Token t's row; c and s (n values each) are filled where the row is not a table's.
   Row operator()(std::int64_t t, float* c, float* s) const;
 
+  // The rows of tokens [t0, t0 + count) where each is read in place from the table (one axis,
+  // every position inside the table): their cos and sin rows' pointers in c[0 .. count) and
+  // s[0 .. count), and true; otherwise false (some entries may have been written; the caller asks
+  // operator() for each token). The same pointers as operator() gives those tokens.
+  bool table_rows(std::int64_t t0, std::int64_t count, const float** c, const float** s) const;
+
   // Bit a set where the gather prefetches the table rows of axis a (gather_prefetches_rows): for
   // tests.
   std::uint32_t prefetched_axes() const;

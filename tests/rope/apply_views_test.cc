@@ -108,6 +108,53 @@ TEST(ApplyRope, TableAndOnTheFlyAgreeBitForBit) {
   }
 }
 
+// With a table, apply_rope reads the rows of a block of 16 tokens straight from it where every
+// position of the block is inside (CosSinRows::table_rows), and token by token otherwise. 40
+// tokens: the first block inside the table, the second with one position past it, the third (8
+// tokens) with a negative one; int64 and int32 positions, each dtype, both directions, every
+// target: the same bits as the on-the-fly path, whose rows are computed (and whose bits the
+// reference tests check).
+TEST(ApplyRope, TableRowsReadByBlockEqualOnTheFly) {
+  std::mt19937 rng(41);
+  const posenc::Frequencies f = posenc::compute_frequencies(YarnSpec(128, Layout::kHalfSplit));
+  const posenc::CosSinTable table(f, 1024);
+  const std::int64_t tokens = 40, heads = 3, d = 128;
+  std::vector<std::int64_t> pos64(static_cast<std::size_t>(tokens));
+  std::uniform_int_distribution<std::int64_t> inside(0, 1023);
+  for (std::int64_t& p : pos64) p = inside(rng);
+  pos64[20] = 1024;  // the first position past the table
+  pos64[35] = -7;
+  const std::vector<std::int32_t> pos32(pos64.begin(), pos64.end());
+  ForEachTarget([&](const std::string&) {
+    for (DType dtype : {DType::kF32, DType::kF16, DType::kBF16}) {
+      for (bool int32 : {false, true}) {
+        for (posenc::Direction direction :
+             {posenc::Direction::kForward, posenc::Direction::kInverse}) {
+          const Buffer in = Random(dtype, static_cast<std::size_t>(tokens * heads * d), rng);
+          Buffer with_table = in, on_the_fly = in;
+          posenc::RopeArgs args;
+          if (int32) {
+            args.positions = std::span<const std::int32_t>(pos32);
+          } else {
+            args.positions = std::span<const std::int64_t>(pos64);
+          }
+          args.direction = direction;
+          args.q = posenc::TensorView::contiguous(with_table.bytes.data(), dtype, tokens, heads, d);
+          args.table = &table;
+          posenc::apply_rope(f, args);
+          args.q = posenc::TensorView::contiguous(on_the_fly.bytes.data(), dtype, tokens, heads, d);
+          args.table = nullptr;
+          posenc::apply_rope(f, args);
+          EXPECT_EQ(with_table.bytes, on_the_fly.bytes)
+              << posenc::dtype_name(dtype) << (int32 ? " int32" : " int64")
+              << (direction == posenc::Direction::kInverse ? " inverse" : " forward");
+          EXPECT_NE(with_table.bytes, in.bytes);
+        }
+      }
+    }
+  });
+}
+
 TEST(ApplyRope, TwoThreadsGiveTheSameBits) {
   std::mt19937 rng(31);
   const posenc::Frequencies f = posenc::compute_frequencies(YarnSpec(128, Layout::kInterleaved));

@@ -410,6 +410,63 @@ posenc::KvAppendArgs AppendUnrotated(const Case& c, Inputs& s) {
 }
 
 // Unrotated append (rotate = false): k is copied as given, q is not accepted.
+// With a table, the fused call reads the rows of up to 16 tokens at a time straight from it where
+// every position of the group is inside, and token by token otherwise (as apply_rope:
+// apply_views_test.cc, TableRowsReadByBlockEqualOnTheFly). 40 tokens, a position past the table
+// in the second group and a negative one in the third, into f32, f16 and fp8 caches on every
+// target: q and the caches the same bits as on the fly.
+TEST(KvCache, TableRowsReadByGroupEqualOnTheFly) {
+  std::mt19937 rng(43);
+  const posenc::Frequencies f =
+      posenc::compute_frequencies(posenc::testing::YarnSpec(64, Layout::kHalfSplit));
+  const posenc::CosSinTable table(f, 512);
+  const std::int64_t tokens = 40, q_heads = 4, kv_heads = 2, d = 64;
+  std::vector<std::int64_t> pos(static_cast<std::size_t>(tokens));
+  std::uniform_int_distribution<std::int64_t> inside(0, 511);
+  for (std::int64_t& p : pos) p = inside(rng);
+  pos[20] = 512;
+  pos[35] = -3;
+  std::vector<std::int64_t> slots(static_cast<std::size_t>(tokens));
+  std::iota(slots.begin(), slots.end(), 0);
+  posenc_test::ForEachTarget([&](const std::string&) {
+    for (const auto& [dtype, cache_dtype] :
+         {std::pair{DType::kF32, CacheDType::kF32}, std::pair{DType::kF16, CacheDType::kF16},
+          std::pair{DType::kBF16, CacheDType::kFp8E4M3}}) {
+      const posenc::testing::Buffer qkv = posenc::testing::Random(
+          dtype, static_cast<std::size_t>(tokens * (q_heads + 2 * kv_heads) * d), rng);
+      const std::size_t cache_bytes =
+          static_cast<std::size_t>(tokens * kv_heads * d) * posenc::cache_dtype_size(cache_dtype);
+      struct Out {
+        std::vector<std::uint8_t> qkv, key, value;
+      };
+      auto append = [&](const posenc::CosSinTable* t) {
+        Out o{qkv.bytes, std::vector<std::uint8_t>(cache_bytes),
+              std::vector<std::uint8_t>(cache_bytes)};
+        const std::int64_t row = (q_heads + 2 * kv_heads) * d;
+        const std::size_t es = posenc::dtype_size(dtype);
+        posenc::KvAppendArgs a;
+        a.q = posenc::TensorView{o.qkv.data(), dtype, tokens, q_heads, d, row, d};
+        a.k = {o.qkv.data() + q_heads * d * es, dtype, tokens, kv_heads, d, row, d};
+        a.v = {o.qkv.data() + (q_heads + kv_heads) * d * es, dtype, tokens, kv_heads, d, row, d};
+        a.positions = std::span<const std::int64_t>(pos);
+        a.table = t;
+        a.slot_mapping = slots;
+        posenc::KvCache cache = posenc::KvCache::contiguous(
+            o.key.data(), o.value.data(), cache_dtype, KvCacheLayout::kVllm, 5, 8, kv_heads, d);
+        if (cache_dtype == CacheDType::kFp8E4M3) cache.k_scale = cache.v_scale = 0.25f;
+        posenc::rope_append_kv_cache(f, cache, a);
+        return o;
+      };
+      const Out with_table = append(&table), on_the_fly = append(nullptr);
+      const std::string what(posenc::cache_dtype_name(cache_dtype));
+      EXPECT_TRUE(with_table.qkv == on_the_fly.qkv) << what << ": q differs";
+      EXPECT_TRUE(with_table.key == on_the_fly.key) << what << ": key cache differs";
+      EXPECT_TRUE(with_table.value == on_the_fly.value) << what << ": value cache differs";
+      EXPECT_FALSE(with_table.qkv == qkv.bytes) << what << ": q was not rotated";
+    }
+  });
+}
+
 TEST(KvCache, WithoutRotationKIsCopiedAsGiven) {
   std::mt19937 rng(17);
   Case c;
