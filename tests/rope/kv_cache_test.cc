@@ -409,7 +409,6 @@ posenc::KvAppendArgs AppendUnrotated(const Case& c, Inputs& s) {
   return a;
 }
 
-// Unrotated append (rotate = false): k is copied as given, q is not accepted.
 // With a table, the fused call reads the rows of up to 16 tokens at a time straight from it where
 // every position of the group is inside, and token by token otherwise (as apply_rope:
 // apply_views_test.cc, TableRowsReadByBlockEqualOnTheFly). 40 tokens, a position past the table
@@ -429,9 +428,11 @@ TEST(KvCache, TableRowsReadByGroupEqualOnTheFly) {
   std::vector<std::int64_t> slots(static_cast<std::size_t>(tokens));
   std::iota(slots.begin(), slots.end(), 0);
   posenc_test::ForEachTarget([&](const std::string&) {
-    for (const auto& [dtype, cache_dtype] :
+    for (const std::pair<DType, CacheDType>& kind :
          {std::pair{DType::kF32, CacheDType::kF32}, std::pair{DType::kF16, CacheDType::kF16},
           std::pair{DType::kBF16, CacheDType::kFp8E4M3}}) {
+      const DType dtype = kind.first;
+      const CacheDType cache_dtype = kind.second;
       const posenc::testing::Buffer qkv = posenc::testing::Random(
           dtype, static_cast<std::size_t>(tokens * (q_heads + 2 * kv_heads) * d), rng);
       const std::size_t cache_bytes =
@@ -467,6 +468,7 @@ TEST(KvCache, TableRowsReadByGroupEqualOnTheFly) {
   });
 }
 
+// Unrotated append (rotate = false): k is copied as given, q is not accepted.
 TEST(KvCache, WithoutRotationKIsCopiedAsGiven) {
   std::mt19937 rng(17);
   Case c;
