@@ -177,9 +177,15 @@ int run(const RopeSpec& spec, std::span<const Pass> passes, std::int64_t tokens,
         if (row_block && !ahead) row_block(t0, count, buffer, buffer + n, slot_floats);
         // With a table, the block's rows read in place by one call where all are inside it,
         // instead of a call through `row` per token: 7 ns a token, 14% of [4096, 8, 128] f16's
-        // time (Zen 5, kernel-log.md, "Session 34"). The inverse negates s into the scratch.
-        const bool in_place =
-            !row_block && sign > 0 && table_rows && table_rows->table_rows(t0, count, cs, ss);
+        // time (Zen 5, kernel-log.md, "Session 34"). Ahead, likewise the run's rows (session
+        // 35). The inverse negates s into the scratch, or into the run, token by token.
+        bool in_place = false;
+        if (sign > 0 && ahead) {
+          runs->rows(t0, count, cs, ss);
+          in_place = true;
+        } else if (sign > 0 && !row_block && table_rows) {
+          in_place = table_rows->table_rows(t0, count, cs, ss);
+        }
         for (std::int64_t k = 0; k < (in_place ? 0 : count); ++k) {
           // Ahead, the scratch holds no slots: the row's pointers come from the run.
           const auto [c, s] = ahead ? runs->row(t0 + k)

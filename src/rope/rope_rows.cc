@@ -175,6 +175,14 @@ std::pair<float*, float*> RowRuns::row(std::int64_t t) {
   return {c, c + n_};
 }
 
+void RowRuns::rows(std::int64_t t0, std::int64_t count, const float** c, const float** s) {
+  const float* first = row(t0).first;
+  for (std::int64_t k = 0; k < count; ++k) {
+    c[k] = first + k * 2 * n_;
+    s[k] = c[k] + n_;
+  }
+}
+
 CosSinRows::CosSinRows(const Frequencies& freqs, const Positions& positions, std::int64_t tokens,
                        const CosSinTable* table)
     : freqs_(freqs),

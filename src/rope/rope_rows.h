@@ -216,6 +216,10 @@ class RowRuns {
   // is made when t passes the last one (runs start at begin, begin + run_tokens(), ...). The row
   // stays valid, and may be written (kernel_row's s_neg), until the next run is made.
   std::pair<float*, float*> row(std::int64_t t);
+  // The rows of tokens [t0, t0 + count), a block that lies inside one run (t0 a multiple of
+  // `group` past begin, count at most `group`), as row() gives them, in c[0 .. count) and
+  // s[0 .. count): one call a block instead of one a token (apply_rope's blocks of 16).
+  void rows(std::int64_t t0, std::int64_t count, const float** c, const float** s);
   // How many tokens a run holds (at least one).
   std::int64_t run_tokens() const { return run_; }
   // Whether the rows live in the thread's buffer (not in one of this RowRuns' own).

@@ -3,6 +3,7 @@
 // RowBlockFn made for it, whatever run holds it; runs must start where the caller's blocks do and
 // hold a whole number of them; a second RowRuns alive on the same thread must not write into the
 // first one's rows.
+#include <algorithm>
 #include <cstdint>
 #include <stdexcept>
 #include <utility>
@@ -77,6 +78,41 @@ TEST(RowRuns, EveryTokenGetsItsRowAcrossRunsInWholeGroups) {
     for (std::int64_t t = e.begin; t < e.end; t += e.run)
       expected.emplace_back(t, std::min(e.run, e.end - t));
     EXPECT_EQ(rec.calls, expected);
+  }
+}
+
+TEST(RowRuns, ABlocksRowsInOneCallAreThoseOfItsTokens) {
+  // rows(t0, count): apply_rope's blocks of 16 take their pointers in one call; each must be the
+  // row row() gives that token, across runs, up to a last block shorter than 16.
+  struct Case {
+    std::int64_t n, begin, end;
+  };
+  for (const Case& e :
+       {Case{64, 0, 1100}, Case{48, 7, 1100}, Case{8, 3, 1003}, Case{4096, 0, 40}}) {
+    SCOPED_TRACE(e.n);
+    Recorder rec{e.n, {}};
+    const RowBlockFn fn = rec.fn();
+    RowRuns runs(fn, e.n, e.begin, e.end, 16);
+    for (std::int64_t t0 = e.begin; t0 < e.end; t0 += 16) {
+      const std::int64_t count = std::min<std::int64_t>(16, e.end - t0);
+      const float* c[16] = {};
+      const float* s[16] = {};
+      runs.rows(t0, count, c, s);
+      for (std::int64_t k = 0; k < count; ++k) {
+        const std::int64_t t = t0 + k;
+        const auto [rc, rs] = runs.row(t);  // within the run just made: no new call
+        ASSERT_EQ(c[k], rc) << "token " << t;
+        ASSERT_EQ(s[k], rs) << "token " << t;
+        for (std::int64_t i = 0; i < e.n; ++i) {
+          ASSERT_EQ(c[k][i], CosOf(t, i)) << "token " << t << " pair " << i;
+          ASSERT_EQ(s[k][i], SinOf(t, i)) << "token " << t << " pair " << i;
+        }
+      }
+      for (std::int64_t k = count; k < 16; ++k) EXPECT_EQ(c[k], nullptr) << "slot " << k;
+    }
+    // As many row calls as runs: the block calls made no extra ones.
+    const std::int64_t run = runs.run_tokens();
+    EXPECT_EQ(static_cast<std::int64_t>(rec.calls.size()), (e.end - e.begin + run - 1) / run);
   }
 }
 
