@@ -158,44 +158,32 @@ int run(const RopeSpec& spec, std::span<const Pass> passes, std::int64_t tokens,
   }
   if (blocks) {
     auto block_body = [&](std::int64_t begin, std::int64_t end) {
-      // 16 slots of n pairs, c and s, for a block's rows (s negated in place for the inverse);
-      // on the fly, where this chunk of tokens holds more than one block, runs of rows made ahead
-      // (RowRuns) instead (a chunk of one block, a decode step's call, has nothing to run ahead
-      // of).
+      // Blocks of kPointerBlockTokens tokens where the rows are read where they lie (forward: a
+      // table's rows, one axis, where all of the block's positions are inside it; on the fly,
+      // runs of rows made ahead, RowRuns, where this chunk of tokens holds more than one block of
+      // 16), else of kBlockTokens whose rows are made into the scratch first (16 slots of n
+      // pairs, c and s; s negated in place for the inverse). A chunk of one block, a decode
+      // step's call, has nothing to run ahead of. Rows made 16 at a time stay in L1 until read
+      // (longer blocks of them were slower, kernel-log.md); pointers take no room, and a longer
+      // block saves the block's set-up and the kernel's call: [4096, 8, 128] with a table, 16 ->
+      // 64 tokens, f16 0.66-0.68 -> 0.71, bf16 0.62-0.63 -> 0.66-0.70 of the stream (Zen 5,
+      // kernel-log.md, "Session 35").
       constexpr std::int64_t kBlockTokens = 16;
+      constexpr std::int64_t kPointerBlockTokens = 64;
       const std::int64_t slot_floats = 2 * n;
       const bool ahead = row_block && end - begin > kBlockTokens;
+      const bool pointers =
+          sign > 0 && (ahead || (!row_block && table_rows && table_rows->reads_table_rows()));
+      const std::int64_t block_tokens = pointers ? kPointerBlockTokens : kBlockTokens;
       detail::RowScratch scratch(
           ahead ? 0 : static_cast<std::size_t>(std::min(kBlockTokens, end - begin) * slot_floats));
       std::optional<detail::RowRuns> runs;
-      if (ahead) runs.emplace(row_block, n, begin, end, kBlockTokens);
+      if (ahead) runs.emplace(row_block, n, begin, end, block_tokens);
       float* const buffer = scratch.data();
-      const float* cs[kBlockTokens];
-      const float* ss[kBlockTokens];
-      for (std::int64_t t0 = begin; t0 < end; t0 += kBlockTokens) {
-        const std::int64_t count = std::min(kBlockTokens, end - t0);
-        if (row_block && !ahead) row_block(t0, count, buffer, buffer + n, slot_floats);
-        // With a table, the block's rows read in place by one call where all are inside it,
-        // instead of a call through `row` per token: 7 ns a token, 14% of [4096, 8, 128] f16's
-        // time (Zen 5, kernel-log.md, "Session 34"). Ahead, likewise the run's rows (session
-        // 35). The inverse negates s into the scratch, or into the run, token by token.
-        bool in_place = false;
-        if (sign > 0 && ahead) {
-          runs->rows(t0, count, cs, ss);
-          in_place = true;
-        } else if (sign > 0 && !row_block && table_rows) {
-          in_place = table_rows->table_rows(t0, count, cs, ss);
-        }
-        for (std::int64_t k = 0; k < (in_place ? 0 : count); ++k) {
-          // Ahead, the scratch holds no slots: the row's pointers come from the run.
-          const auto [c, s] = ahead ? runs->row(t0 + k)
-                                    : std::pair<float*, float*>{buffer + k * slot_floats,
-                                                                buffer + k * slot_floats + n};
-          const detail::Row made = row_block ? detail::Row{c, s} : row(t0 + k, c, s);
-          const auto [rc, rs] = detail::kernel_row(sign, n, made, s);
-          cs[k] = rc;
-          ss[k] = rs;
-        }
+      const float* cs[kPointerBlockTokens];
+      const float* ss[kPointerBlockTokens];
+      // Tokens [t0, t0 + count) with the rows in cs and ss, one kernel call per pass.
+      auto rotate = [&](std::int64_t t0, std::int64_t count) {
         for (const Pass& p : passes) {
           const detail::TokenBlock b{
               .heads = detail::token_heads(*p.in, *p.out, spec, n, t0, 0, p.in->heads, nullptr,
@@ -207,6 +195,34 @@ int run(const RopeSpec& spec, std::span<const Pass> passes, std::int64_t tokens,
               .s = ss,
           };
           detail::rotate_token_block(b);
+        }
+      };
+      for (std::int64_t t0 = begin; t0 < end; t0 += block_tokens) {
+        const std::int64_t count = std::min(block_tokens, end - t0);
+        // The block's rows' pointers in one call, not one call through `row` per token: 7 ns a
+        // token, 14% of [4096, 8, 128] f16's time with a table (Zen 5, kernel-log.md, "Session
+        // 34"; runs made ahead since session 35).
+        if (pointers && (ahead ? (runs->rows(t0, count, cs, ss), true)
+                               : table_rows->table_rows(t0, count, cs, ss))) {
+          rotate(t0, count);
+          continue;
+        }
+        // Rows made token by token (a table's block with a position outside it, multi-axis
+        // gathers, other numerics, the inverse), 16 at a time.
+        for (std::int64_t u0 = t0; u0 < t0 + count; u0 += kBlockTokens) {
+          const std::int64_t m = std::min(kBlockTokens, t0 + count - u0);
+          if (row_block && !ahead) row_block(u0, m, buffer, buffer + n, slot_floats);
+          for (std::int64_t k = 0; k < m; ++k) {
+            // Ahead, the scratch holds no slots: the row's pointers come from the run.
+            const auto [c, s] = ahead ? runs->row(u0 + k)
+                                      : std::pair<float*, float*>{buffer + k * slot_floats,
+                                                                  buffer + k * slot_floats + n};
+            const detail::Row made = row_block ? detail::Row{c, s} : row(u0 + k, c, s);
+            const auto [rc, rs] = detail::kernel_row(sign, n, made, s);
+            cs[k] = rc;
+            ss[k] = rs;
+          }
+          rotate(u0, m);
         }
       }
     };

@@ -105,6 +105,9 @@ class CosSinRows {
   // s[0 .. count), and true; otherwise false (some entries may have been written; the caller asks
   // operator() for each token). The same pointers as operator() gives those tokens.
   bool table_rows(std::int64_t t0, std::int64_t count, const float** c, const float** s) const;
+  // Whether table_rows can apply: a table and one axis (a block may still hold a position
+  // outside the table).
+  bool reads_table_rows() const { return axes_ == 1 && table_ != nullptr; }
 
   // Bit a set where the gather prefetches the table rows of axis a (gather_prefetches_rows): for
   // tests.

@@ -108,22 +108,25 @@ TEST(ApplyRope, TableAndOnTheFlyAgreeBitForBit) {
   }
 }
 
-// With a table, apply_rope reads the rows of a block of 16 tokens straight from it where every
-// position of the block is inside (CosSinRows::table_rows), and token by token otherwise. 40
-// tokens: the first block inside the table, the second with one position past it, the third (8
-// tokens) with a negative one; int64 and int32 positions, each dtype, both directions, every
+// With a table, apply_rope reads the rows of a block of 64 tokens straight from it where every
+// position of the block is inside (CosSinRows::table_rows), and token by token otherwise (the
+// forward direction; the inverse makes its rows 16 tokens at a time). 200 tokens: the first
+// block inside the table, the second with one position past it, the third with a negative one,
+// the fourth (8 tokens) inside; int64 and int32 positions, each dtype, both directions, every
 // target: the same bits as the on-the-fly path, whose rows are computed (and whose bits the
-// reference tests check).
+// reference tests check) and, forward, read by blocks of 64 from runs made ahead.
 TEST(ApplyRope, TableRowsReadByBlockEqualOnTheFly) {
   std::mt19937 rng(41);
   const posenc::Frequencies f = posenc::compute_frequencies(YarnSpec(128, Layout::kHalfSplit));
   const posenc::CosSinTable table(f, 1024);
-  const std::int64_t tokens = 40, heads = 3, d = 128;
+  const std::int64_t tokens = 200, heads = 3, d = 128;
   std::vector<std::int64_t> pos64(static_cast<std::size_t>(tokens));
   std::uniform_int_distribution<std::int64_t> inside(0, 1023);
   for (std::int64_t& p : pos64) p = inside(rng);
-  pos64[20] = 1024;  // the first position past the table
-  pos64[35] = -7;
+  // A run of consecutive positions in the first block (stepped on the fly).
+  for (std::size_t t = 10; t < 50; ++t) pos64[t] = 600 + static_cast<std::int64_t>(t);
+  pos64[100] = 1024;  // the first position past the table
+  pos64[150] = -7;
   const std::vector<std::int32_t> pos32(pos64.begin(), pos64.end());
   ForEachTarget([&](const std::string&) {
     for (DType dtype : {DType::kF32, DType::kF16, DType::kBF16}) {
