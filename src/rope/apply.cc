@@ -164,10 +164,10 @@ int run(const RopeSpec& spec, std::span<const Pass> passes, std::int64_t tokens,
       // 16), else of kBlockTokens whose rows are made into the scratch first (16 slots of n
       // pairs, c and s; s negated in place for the inverse). A chunk of one block, a decode
       // step's call, has nothing to run ahead of. Rows made 16 at a time stay in L1 until read
-      // (longer blocks of them were slower, kernel-log.md); pointers take no room, and a longer
-      // block saves the block's set-up and the kernel's call: [4096, 8, 128] with a table, 16 ->
-      // 64 tokens, f16 0.66-0.68 -> 0.71, bf16 0.62-0.63 -> 0.66-0.70 of the stream (Zen 5,
-      // kernel-log.md, "Session 35").
+      // (blocks of 32 of them gained nothing, kernel-log.md, "Session 29"); pointers take no room,
+      // and a longer block saves the block's set-up and the kernel's call: [4096, 8, 128] with a
+      // table, 16 -> 64 tokens, f16 0.67 -> 0.71-0.72, bf16 0.63 -> 0.65-0.66 of the stream (Zen
+      // 5, kernel-log.md, "Session 35").
       constexpr std::int64_t kBlockTokens = 16;
       constexpr std::int64_t kPointerBlockTokens = 64;
       const std::int64_t slot_floats = 2 * n;

@@ -208,8 +208,8 @@ inline constexpr std::int64_t kRowRunBytes = std::int64_t{128} << 10;
 class RowRuns {
  public:
   // `block` must be callable (rows on the fly); `pairs` is n. A run holds a multiple of `group`
-  // tokens (apply_rope's kernel blocks of 16 take their rows' pointers before the call that
-  // rotates them, so a block's rows must not straddle two runs).
+  // tokens (apply_rope's kernel blocks, 64 tokens on the fly, take their rows' pointers before
+  // the call that rotates them, so a block's rows must not straddle two runs).
   RowRuns(const RowBlockFn& block, std::int64_t pairs, std::int64_t begin, std::int64_t end,
           std::int64_t group = 1);
   ~RowRuns();
@@ -221,7 +221,7 @@ class RowRuns {
   std::pair<float*, float*> row(std::int64_t t);
   // The rows of tokens [t0, t0 + count), a block that lies inside one run (t0 a multiple of
   // `group` past begin, count at most `group`), as row() gives them, in c[0 .. count) and
-  // s[0 .. count): one call a block instead of one a token (apply_rope's blocks of 16).
+  // s[0 .. count): one call a block instead of one a token (apply_rope's blocks of 64).
   void rows(std::int64_t t0, std::int64_t count, const float** c, const float** s);
   // How many tokens a run holds (at least one).
   std::int64_t run_tokens() const { return run_; }
