@@ -82,37 +82,42 @@ TEST(RowRuns, EveryTokenGetsItsRowAcrossRunsInWholeGroups) {
 }
 
 TEST(RowRuns, ABlocksRowsInOneCallAreThoseOfItsTokens) {
-  // rows(t0, count): apply_rope's blocks of 16 take their pointers in one call; each must be the
-  // row row() gives that token, across runs, up to a last block shorter than 16.
+  // rows(t0, count): apply_rope's blocks (64 tokens on the fly) take their pointers in one call;
+  // each must be the row row() gives that token, across runs, up to a last short block. Groups of
+  // 64 and of 16.
   struct Case {
     std::int64_t n, begin, end;
   };
-  for (const Case& e :
-       {Case{64, 0, 1100}, Case{48, 7, 1100}, Case{8, 3, 1003}, Case{4096, 0, 40}}) {
-    SCOPED_TRACE(e.n);
-    Recorder rec{e.n, {}};
-    const RowBlockFn fn = rec.fn();
-    RowRuns runs(fn, e.n, e.begin, e.end, 16);
-    for (std::int64_t t0 = e.begin; t0 < e.end; t0 += 16) {
-      const std::int64_t count = std::min<std::int64_t>(16, e.end - t0);
-      const float* c[16] = {};
-      const float* s[16] = {};
-      runs.rows(t0, count, c, s);
-      for (std::int64_t k = 0; k < count; ++k) {
-        const std::int64_t t = t0 + k;
-        const auto [rc, rs] = runs.row(t);  // within the run just made: no new call
-        ASSERT_EQ(c[k], rc) << "token " << t;
-        ASSERT_EQ(s[k], rs) << "token " << t;
-        for (std::int64_t i = 0; i < e.n; ++i) {
-          ASSERT_EQ(c[k][i], CosOf(t, i)) << "token " << t << " pair " << i;
-          ASSERT_EQ(s[k][i], SinOf(t, i)) << "token " << t << " pair " << i;
+  constexpr std::int64_t kMaxGroup = 64;
+  for (const std::int64_t group : {std::int64_t{16}, kMaxGroup}) {
+    for (const Case& e :
+         {Case{64, 0, 1100}, Case{48, 7, 1100}, Case{8, 3, 1003}, Case{4096, 0, 40}}) {
+      SCOPED_TRACE(::testing::Message() << "group " << group << ", n " << e.n);
+      Recorder rec{e.n, {}};
+      const RowBlockFn fn = rec.fn();
+      RowRuns runs(fn, e.n, e.begin, e.end, group);
+      for (std::int64_t t0 = e.begin; t0 < e.end; t0 += group) {
+        const std::int64_t count = std::min(group, e.end - t0);
+        const float* c[kMaxGroup] = {};
+        const float* s[kMaxGroup] = {};
+        runs.rows(t0, count, c, s);
+        for (std::int64_t k = 0; k < count; ++k) {
+          const std::int64_t t = t0 + k;
+          const auto [rc, rs] = runs.row(t);  // within the run just made: no new call
+          ASSERT_EQ(c[k], rc) << "token " << t;
+          ASSERT_EQ(s[k], rs) << "token " << t;
+          for (std::int64_t i = 0; i < e.n; ++i) {
+            ASSERT_EQ(c[k][i], CosOf(t, i)) << "token " << t << " pair " << i;
+            ASSERT_EQ(s[k][i], SinOf(t, i)) << "token " << t << " pair " << i;
+          }
         }
+        for (std::int64_t k = count; k < kMaxGroup; ++k) EXPECT_EQ(c[k], nullptr) << "slot " << k;
       }
-      for (std::int64_t k = count; k < 16; ++k) EXPECT_EQ(c[k], nullptr) << "slot " << k;
+      // As many row calls as runs: the block calls made no extra ones.
+      const std::int64_t run = runs.run_tokens();
+      EXPECT_TRUE(run % group == 0 || run == e.end - e.begin) << "run " << run;
+      EXPECT_EQ(static_cast<std::int64_t>(rec.calls.size()), (e.end - e.begin + run - 1) / run);
     }
-    // As many row calls as runs: the block calls made no extra ones.
-    const std::int64_t run = runs.run_tokens();
-    EXPECT_EQ(static_cast<std::int64_t>(rec.calls.size()), (e.end - e.begin + run - 1) / run);
   }
 }
 
