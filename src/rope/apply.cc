@@ -202,8 +202,14 @@ int run(const RopeSpec& spec, std::span<const Pass> passes, std::int64_t tokens,
         // The block's rows' pointers in one call, not one call through `row` per token: 7 ns a
         // token, 14% of [4096, 8, 128] f16's time with a table (Zen 5, kernel-log.md, "Session
         // 34"; runs made ahead since session 35).
-        if (pointers && (ahead ? (runs->rows(t0, count, cs, ss), true)
-                               : table_rows->table_rows(t0, count, cs, ss))) {
+        bool read = false;
+        if (pointers && ahead) {
+          runs->rows(t0, count, cs, ss);
+          read = true;
+        } else if (pointers) {
+          read = table_rows->table_rows(t0, count, cs, ss);
+        }
+        if (read) {
           rotate(t0, count);
           continue;
         }

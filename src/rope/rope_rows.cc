@@ -318,7 +318,7 @@ void CosSinRows::prefetch_table_rows(std::int64_t u, std::size_t axis, std::int6
 
 bool CosSinRows::table_rows(std::int64_t t0, std::int64_t count, const float** c,
                             const float** s) const {
-  if (axes_ != 1 || table_ == nullptr) return false;
+  if (!reads_table_rows()) return false;
   const std::int64_t rows = table_->positions();
   return std::visit(
       [&](auto span) {
